@@ -1,0 +1,82 @@
+"""The small interface every queue backend (YTsaurus, Kafka) implements for the shared Spark adapter.
+
+A backend is a picklable description of *what* to read plus lazily created clients; the driver uses it to
+list partitions, fetch bounds and committed positions and to advance them, and executors use the same object
+(unpickled) to read one ``[start, end)`` range of one partition as Arrow record batches.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class PartitionBounds:
+    """Rows a partition still holds: ``lower`` is the first available row, ``upper`` the next row to be written."""
+
+    lower: int
+    upper: int
+
+    @property
+    def available(self) -> int:
+        """How many rows the partition holds."""
+        return max(0, self.upper - self.lower)
+
+
+class DataLossHandler(ABC):
+    """Decides what to do when rows are gone: fail the query or warn and go on."""
+
+    @abstractmethod
+    def report(self, message: str) -> None:
+        """Raise :class:`~spyt_queue.errors.DataLossError` or log ``message`` as a warning."""
+
+
+class QueueBackend(ABC):
+    """A partitioned, append-only log with a committed position per partition."""
+
+    @property
+    @abstractmethod
+    def source_id(self) -> str:
+        """A stable identity of the source, stored in every offset (guards against a reused checkpoint)."""
+
+    @abstractmethod
+    def schema(self) -> StructType:
+        """The Spark schema of the rows :meth:`read_range` yields."""
+
+    @abstractmethod
+    def bounds(self) -> dict[str, PartitionBounds]:
+        """Current bounds of every partition, fetched in as few calls as possible."""
+
+    @abstractmethod
+    def committed(self) -> dict[str, int | None]:
+        """The committed position (next unread row) per partition; ``None`` where nothing is committed."""
+
+    @abstractmethod
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+        """Atomically move the committed positions from ``old`` to ``new``.
+
+        Must fail with :class:`~spyt_queue.errors.ConsumerConflictError` when a position is not ``old``
+        any more (compare-and-set), and may raise transient backend errors (the caller retries).
+        """
+
+    @abstractmethod
+    def is_transient(self, error: BaseException) -> bool:
+        """Whether ``error`` is worth retrying (network, unavailable, lock conflict)."""
+
+    @abstractmethod
+    def read_range(
+        self, partition: str, start: int, end: int, on_data_loss: DataLossHandler
+    ) -> Iterator[pa.RecordBatch]:
+        """Yield the rows ``[start, end)`` of ``partition`` as batches matching :meth:`schema` exactly.
+
+        Rows that are gone are reported through ``on_data_loss`` and skipped; a row index that does not
+        follow the previous one is a gap and is reported too.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
+        """Release clients (executors keep them cached per process instead)."""

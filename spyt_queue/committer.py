@@ -1,0 +1,96 @@
+"""The delayed, idempotent advance of the committed position (YT consumer or Kafka group).
+
+Spark tells a source that a batch is safely in the sink in two ways: ``commit(end)`` of batch N when batch
+N+1 is planned, and the ``start`` handed to ``latestOffset`` (the end of the last fully committed batch, on
+every trigger, idle ones and the last AvailableNow check included). Both call :meth:`Committer.advance_to`.
+
+Every advance is a compare-and-set from the position this query last saw, so another query moving the same
+consumer is detected and reported instead of silently overwritten. Transient backend errors are retried
+with exponential backoff; a lost response is recognised (the position already equals the target).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+from spyt_queue.backend import QueueBackend
+from spyt_queue.errors import CommitError, ConsumerConflictError
+from spyt_queue.offsets import sorted_partitions
+
+log = logging.getLogger("spyt_queue.commit")
+
+
+class Committer:
+    """Moves a backend's committed positions forward to offsets Spark has committed."""
+
+    def __init__(
+        self,
+        backend: QueueBackend,
+        retries: int = 5,
+        backoff_seconds: float = 0.5,
+        max_backoff_seconds: float = 10.0,
+    ) -> None:
+        self.backend = backend
+        self.retries = retries
+        self.backoff_seconds = backoff_seconds
+        self.max_backoff_seconds = max_backoff_seconds
+        self._known: dict[str, int | None] | None = None
+        self.advances = 0
+
+    def remember(self, positions: Mapping[str, int | None]) -> None:
+        """Record positions just read from the backend (e.g. by ``initialOffset``) as the CAS baseline."""
+        self._known = dict(positions)
+
+    def _baseline(self, target: Mapping[str, int]) -> dict[str, int | None]:
+        if self._known is None:
+            current = self.backend.committed()
+            for key in sorted_partitions(target):
+                value = current.get(key)
+                if value is not None and value > target[key]:
+                    raise ConsumerConflictError(
+                        f"The committed position of {key} is {value}, ahead of this query's committed "
+                        f"offset {target[key]}: another query is advancing the same consumer, or the "
+                        "checkpoint is older than the consumer. Use a separate consumer per query, or "
+                        "delete the checkpoint to resume from the consumer."
+                    )
+            self._known = current
+        return self._known
+
+    def advance_to(self, target: Mapping[str, int]) -> bool:
+        """Advance every partition of ``target`` whose known position differs; return whether anything moved.
+
+        Idempotent: calling it again with the same target does nothing. Raises
+        :class:`ConsumerConflictError` if someone else moved a position, :class:`CommitError` when retries
+        are exhausted.
+        """
+        known = self._baseline(target)
+        old = {key: known.get(key) for key in target if known.get(key) != target[key]}
+        if not old:
+            return False
+        new = {key: int(target[key]) for key in old}
+        delay = self.backoff_seconds
+        for attempt in range(1, self.retries + 2):
+            try:
+                self.backend.advance(old, new)
+                break
+            except ConsumerConflictError:
+                current = self.backend.committed()
+                if all(current.get(key) == value for key, value in new.items()):
+                    log.info("advance to %s had already been applied (lost response)", new)
+                    break
+                raise
+            except Exception as error:
+                if not self.backend.is_transient(error) or attempt > self.retries:
+                    raise CommitError(
+                        f"Could not advance the committed position to {new} after {attempt} attempt(s): "
+                        f"{error}. The checkpoint still holds the progress; the next trigger retries."
+                    ) from error
+                log.warning("advance to %s failed (attempt %d): %s; retrying in %.1fs", new, attempt, error, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, self.max_backoff_seconds)
+        known.update(new)
+        self.advances += 1
+        log.info("advanced %s", ", ".join(f"{k}: {old[k]} -> {new[k]}" for k in sorted_partitions(new)))
+        return True

@@ -1,0 +1,66 @@
+"""The ``ytqueue`` Python data source: Spark's entry point for reading and writing queues."""
+
+from __future__ import annotations
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from spyt_queue.backend import QueueBackend
+from spyt_queue.options import Options
+from spyt_queue.settings import ReaderSettings
+
+
+class YtQueueDataSource(DataSource):
+    """``format("ytqueue")``: YTsaurus queues (``.load("//queue")``) with a consumer table."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The short name used with ``format()``."""
+        return "ytqueue"
+
+    def _options(self) -> Options:
+        return Options(self.options)
+
+    def _backend(self, streaming: bool) -> QueueBackend:
+        from spyt_queue.yt.options import yt_backend_from_options
+
+        return yt_backend_from_options(self._options(), streaming=streaming)
+
+    def schema(self) -> StructType:
+        """The queue's schema mapped to Spark types (see the README's mapping table)."""
+        return self._backend(streaming=False).schema()
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A micro-batch reader committing to the consumer after the sink."""
+        from spyt_queue.spark.stream_reader import QueueStreamReader
+
+        options = self._options()
+        settings = ReaderSettings.parse(options, starting_default="consumer", streaming=True)
+        return QueueStreamReader(self._backend(streaming=True), settings)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""
+        from spyt_queue.spark.batch_reader import QueueBatchReader
+
+        options = self._options()
+        default = "consumer" if "consumer_path" in options else "earliest"
+        settings = ReaderSettings.parse(options, starting_default=default, streaming=False)
+        return QueueBatchReader(self._backend(streaming=False), settings)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """Writes each micro-batch to a YT dynamic table."""
+        from spyt_queue.spark.sink import yt_stream_writer
+
+        return yt_stream_writer(self._options(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """Writes a DataFrame to a YT dynamic table."""
+        from spyt_queue.spark.sink import yt_batch_writer
+
+        return yt_batch_writer(self._options(), schema, overwrite)

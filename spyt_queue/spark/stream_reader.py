@@ -1,0 +1,186 @@
+"""The micro-batch reader: plans offsets on the driver and commits them to the backend after the sink.
+
+One long-lived instance per query run lives in Spark's driver-side Python runner; ``read`` runs on other
+copies in executors, so every input partition carries all it needs.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from spyt_queue.backend import PartitionBounds, QueueBackend
+from spyt_queue.committer import Committer
+from spyt_queue.errors import CommitError, ConsumerConflictError
+from spyt_queue.offsets import StreamOffset, sorted_partitions
+from spyt_queue.planner import OffsetPlanner
+from spyt_queue.settings import EARLIEST, LATEST, Position, ReaderSettings
+from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
+
+try:  # PySpark >= 4.2: admission control and AvailableNow for Python sources
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # pragma: no cover - PySpark 4.0/4.1: caps are applied inside the reader
+    ReadLimit = object  # type: ignore[assignment,misc]
+    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in so the class hierarchy stays the same on old PySpark."""
+
+
+log = logging.getLogger("spyt_queue.stream")
+
+UNLIMITED = sys.maxsize
+
+
+def resolve_positions(
+    position: Position, bounds: dict[str, PartitionBounds], committed: dict[str, int | None]
+) -> dict[str, int]:
+    """Turn a starting :class:`Position` into per-partition offsets using the current bounds."""
+    result: dict[str, int] = {}
+    for key in sorted_partitions(bounds):
+        b = bounds[key]
+        if position.kind == "earliest":
+            result[key] = b.lower
+        elif position.kind == "latest":
+            result[key] = b.upper
+        elif position.kind == "consumer":
+            value = committed.get(key)
+            result[key] = b.lower if value is None else value
+        else:
+            value = (position.explicit or {}).get(key, EARLIEST)
+            result[key] = b.lower if value == EARLIEST else b.upper if value == LATEST else value
+    return result
+
+
+class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Spark's view of a queue backend: offsets, admission control, AvailableNow and the delayed commit."""
+
+    def __init__(self, backend: QueueBackend, settings: ReaderSettings) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.planner = OffsetPlanner(settings.max_rows_per_partition, describe=getattr(backend, "describe", str))
+        self.committer = Committer(backend)
+        self._initial: dict[str, Any] | None = None
+        self._target: dict[str, int] | None = None
+        self._last_bounds: dict[str, PartitionBounds] | None = None
+        self._last_end: dict[str, Any] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    # -- offsets -----------------------------------------------------------------------------------------
+    def _offset(self, positions: dict[str, int]) -> dict[str, Any]:
+        return StreamOffset(self.backend.source_id, positions).to_json()
+
+    def _parse(self, data: dict[str, Any]) -> StreamOffset:
+        return StreamOffset.from_json(data, expected_source=self.backend.source_id)
+
+    def initialOffset(self) -> dict[str, Any]:
+        """Where a new query starts: the consumer's position by default (``startingOffsets``)."""
+        if self._initial is None:
+            bounds = self.backend.bounds()
+            committed = self.backend.committed()
+            self.committer.remember(committed)
+            self._initial = self._offset(resolve_positions(self.settings.starting, bounds, committed))
+            log.info("initial offset %s", self._initial)
+        return self._initial
+
+    def getDefaultReadLimit(self) -> Any:
+        """``maxOffsetsPerTrigger`` as Spark's ``ReadMaxRows``; a per-partition cap alone needs no global one."""
+        if ReadMaxRows is None:  # pragma: no cover
+            return None
+        if self.settings.max_rows_per_trigger:
+            return ReadMaxRows(self.settings.max_rows_per_trigger)
+        if self.settings.max_rows_per_partition:
+            # Any limit other than ReadAllAvailable, so that ReadAllAvailable means Trigger.Once.
+            return ReadMaxRows(UNLIMITED)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Freeze the end of every partition: an AvailableNow run reads up to it and stops."""
+        self._target = {key: b.upper for key, b in self.backend.bounds().items()}
+        log.info("AvailableNow target %s", self._target)
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:
+        """Plan the next batch after ``start``; first commit ``start`` (the sink has committed up to it)."""
+        if start is None:  # PySpark 4.0/4.1 call latestOffset() without arguments
+            start = self._last_end or self.initialOffset()
+        current = self._parse(start)
+        self._commit(current.positions, "latestOffset")
+        try:
+            bounds = self.backend.bounds()
+        except Exception as error:
+            if not self.backend.is_transient(error):
+                raise
+            log.warning(
+                "could not fetch the bounds of %s (%s); no new batch this trigger", self.backend.source_id, error
+            )
+            return start
+        self._last_bounds = bounds
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            planner, max_rows = OffsetPlanner(None, self.planner.describe), None
+        else:
+            planner = self.planner
+            max_rows = getattr(limit, "max_rows", None)
+            if max_rows is None:
+                max_rows = self.settings.max_rows_per_trigger
+            if max_rows is not None and max_rows >= UNLIMITED:
+                max_rows = None
+        plan = planner.plan(
+            current.positions,
+            bounds,
+            DataLossPolicy(self.settings.fail_on_data_loss),
+            max_rows=max_rows,
+            target=self._target,
+        )
+        for note in plan.notes:
+            log.info("%s: %s", self.backend.source_id, note)
+        end = self._offset(plan.end)
+        self._last_end = end
+        return end
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The end of every partition at the last trigger, shown in the query progress as ``latestOffset``."""
+        if self._last_bounds is None:
+            return None
+        return self._offset({key: b.upper for key, b in self._last_bounds.items()})
+
+    # -- planning and reading ------------------------------------------------------------------------------
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """One input partition per partition with rows between ``start`` and ``end``."""
+        begin, stop = self._parse(start), self._parse(end)
+        return split_ranges(self.backend, dict(begin.positions), dict(stop.positions), self.settings.fail_on_data_loss)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Read one range (on an executor)."""
+        assert isinstance(partition, RangePartition)
+        return partition.read()
+
+    # -- committing ------------------------------------------------------------------------------------------
+    def _commit(self, positions: Any, caller: str) -> None:
+        try:
+            self.committer.advance_to(dict(positions))
+        except ConsumerConflictError:
+            raise
+        except CommitError as error:
+            if error.__cause__ is not None and self.backend.is_transient(error.__cause__):
+                log.error("%s: %s", caller, error)
+                return
+            raise
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark's (delayed) commit of a finished batch: advance the backend to ``end`` (idempotent)."""
+        self._commit(self._parse(end).positions, "commit")
+
+    def stop(self) -> None:
+        """Nothing to flush: every commit has already happened synchronously."""

@@ -1,0 +1,70 @@
+"""Options of the YTsaurus queue source: which queue, which consumer, how to connect, how to convert."""
+
+from __future__ import annotations
+
+import os
+
+from spyt_queue.errors import OptionError
+from spyt_queue.options import Options
+from spyt_queue.yt.backend import YtConnection, YtQueueBackend
+
+YT_CONFIG_PREFIX = "yt."
+
+
+def connection_from_options(options: Options) -> YtConnection:
+    """Proxy from ``proxy`` (or ``YT_PROXY``), token from ``token`` (or ``YT_TOKEN``), ``yt.*`` pass-through.
+
+    ``yt.proxy.request_timeout=30000`` becomes ``{"proxy": {"request_timeout": 30000}}`` in the client config.
+    """
+    proxy = options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")
+    if not proxy:
+        raise OptionError(
+            "proxy",
+            "no YTsaurus proxy given: set .option('proxy', 'host:port') or the YT_PROXY environment variable "
+            "(for the embedded local server, the address printed by 'ytqueue local')",
+        )
+    config: dict = {}
+    for key, value in options.with_prefix(YT_CONFIG_PREFIX).items():
+        node = config
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _typed(value)
+    return YtConnection(proxy=proxy, token=options.get_str("token") or os.environ.get("YT_TOKEN"), config=config)
+
+
+def _typed(value: str):
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend:
+    """Build the YT backend; a streaming read needs ``consumer_path`` (it is where progress is committed)."""
+    path = options.get_str("path")
+    if not path:
+        raise OptionError("path", "give the queue path with .load('//path/to/queue') or .option('path', ...)")
+    if not path.startswith("//") and not path.startswith("<"):
+        raise OptionError("path", f"expected an absolute Cypress path such as //home/queue, got {path!r}")
+    consumer = options.get_str("consumer_path", None, "consumerPath")
+    if streaming and not consumer:
+        raise OptionError(
+            "consumer_path",
+            "a streaming read needs a consumer table (create one with `yt create queue_consumer //path` and "
+            "register it with register_queue_consumer); ytqueue commits progress there after each batch",
+        )
+    return YtQueueBackend(
+        connection=connection_from_options(options),
+        queue_path=path,
+        consumer_path=consumer,
+        parsing_type_v3=options.get_bool("parsing_type_v3", False),
+        include_service_columns=options.get_bool("include_service_columns", False),
+        binary_strings=options.get_bool("binary_strings", False),
+        pull_batch_rows=options.get_int("pull_batch_rows", 10_000) or 10_000,
+    )

@@ -1,0 +1,99 @@
+"""Session-wide fixtures: one local YTsaurus-compatible server and one SparkSession per test session.
+
+Set ``YT_PROXY`` (and ``YT_TOKEN``) to run the YT tests against a real cluster instead of the embedded
+server; tests that need to restart or kill the server are skipped there, with the reason shown.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REAL_PROXY = os.environ.get("YT_PROXY")
+
+
+@pytest.fixture(scope="session")
+def local_yt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The embedded local YTsaurus-compatible server (a separate process), started once per session."""
+    if REAL_PROXY:
+        pytest.skip(f"YT_PROXY={REAL_PROXY} points at a real cluster; this test needs the embedded server")
+    from spyt_queue.local import LocalYtServer
+
+    server = LocalYtServer(data_dir=tmp_path_factory.mktemp("local-yt"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def yt_proxy(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> str:
+    """Proxy address of the cluster under test: ``YT_PROXY`` when set, else the embedded server."""
+    if REAL_PROXY:
+        return REAL_PROXY
+    return request.getfixturevalue("local_yt").proxy
+
+
+def make_client(proxy: str):
+    """A ``yt.wrapper.YtClient`` for ``proxy`` configured as our code configures it."""
+    from spyt_queue.ytclient import make_yt_client
+
+    return make_yt_client(proxy, token=os.environ.get("YT_TOKEN"))
+
+
+@pytest.fixture
+def yt(yt_proxy: str):
+    """A fresh ``yt.wrapper.YtClient`` talking to the cluster under test."""
+    return make_client(yt_proxy)
+
+
+@pytest.fixture
+def yt_root(yt, request: pytest.FixtureRequest) -> str:
+    """A unique Cypress directory for one test, removed afterwards on a real cluster."""
+    name = request.node.name.replace("[", "_").replace("]", "").replace("/", "_")[:60]
+    path = f"//tmp/spyt_queue_tests/{name}-{uuid.uuid4().hex[:8]}"
+    yt.create("map_node", path, recursive=True)
+    yield path
+    if REAL_PROXY:
+        try:
+            yt.remove(path, recursive=True, force=True)
+        except Exception:  # pragma: no cover - best-effort cleanup on a shared cluster
+            pass
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory):
+    """The one local SparkSession of the test session (``local[2]``)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("spyt-queue-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("WARN")
+    from spyt_queue import register
+
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> str:
+    """A fresh checkpoint directory for one streaming query."""
+    return str(tmp_path / "checkpoint")
