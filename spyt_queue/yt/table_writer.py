@@ -1,0 +1,251 @@
+"""Writing Arrow record batches into YT dynamic tables: schema check, value conversion, batching.
+
+Ordered tables get appends (a ``$tablet_index`` column picks the tablet), sorted tables get upserts. Every
+``insert_rows`` call of at most ``dyn_batch_size`` rows is its own atomic tablet transaction. With a
+``producer_path``, rows go through a queue producer session per source tablet with the source row index as
+sequence number, so a replayed batch is skipped by YT itself (exactly-once into ordered tables).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import yt.yson as yson
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from spyt_queue.errors import BadRecordError, SchemaMismatchError
+from spyt_queue.yt.backend import YtConnection
+from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
+
+log = logging.getLogger("spyt_queue.write")
+
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+_WIDTH = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
+_YT_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+
+
+def _compatible(spark: DataType, column: YtColumn) -> bool:
+    t = column.base_type
+    if isinstance(t, dict) and t.get("type_name") == "tagged":
+        t = t["item"]
+    if isinstance(t, dict):
+        if t.get("type_name") == "decimal":
+            return isinstance(spark, (DecimalType, BinaryType))
+        return True  # composite: YSON bytes or a nested Spark value, checked when written
+    if t in _YT_INT_BITS:
+        return isinstance(spark, _INTEGRAL) and _WIDTH[type(spark)] <= _YT_INT_BITS[t] + (1 if t[0] == "u" else 0)
+    if t in ("double", "float"):
+        return isinstance(spark, (FloatType, DoubleType) if t == "double" else (FloatType,)) or (
+            t == "double" and isinstance(spark, _INTEGRAL)
+        )
+    if t in ("bool", "boolean"):
+        return isinstance(spark, BooleanType)
+    if t in ("string",):
+        return isinstance(spark, (StringType, BinaryType))
+    if t in ("utf8", "json"):
+        return isinstance(spark, StringType)
+    if t in ("yson", "any"):
+        return True
+    if t in ("timestamp", "timestamp64", "datetime", "datetime64"):
+        return isinstance(spark, (TimestampType, TimestampNTZType)) or isinstance(spark, LongType)
+    if t in ("date", "date32"):
+        return isinstance(spark, DateType) or isinstance(spark, IntegerType)
+    if t in ("interval", "interval64"):
+        return isinstance(spark, _INTEGRAL)
+    if t == "uuid":
+        return isinstance(spark, (BinaryType, StringType))
+    return False
+
+
+def check_schema(df_schema: StructType, table: YtSchema, path: str, drop: Iterable[str] = ()) -> None:
+    """Fail before writing anything if the DataFrame does not fit the table; the message lists every problem."""
+    problems: list[str] = []
+    dropped = set(drop)
+    names = set()
+    for f in df_schema.fields:
+        if f.name in dropped:
+            continue
+        names.add(f.name)
+        if f.name == "$tablet_index":
+            if table.sorted:
+                problems.append("column '$tablet_index' only applies to ordered tables")
+            elif not isinstance(f.dataType, _INTEGRAL):
+                problems.append("column '$tablet_index' must be an integer")
+            continue
+        column = table.column(f.name)
+        if column is None:
+            if table.strict:
+                problems.append(f"column {f.name!r} ({f.dataType.simpleString()}) is not in the table schema")
+            continue
+        if not _compatible(f.dataType, column):
+            problems.append(
+                f"column {f.name!r} is {f.dataType.simpleString()} in the DataFrame but {column.type_v3} in the table"
+            )
+    for column in table.columns:
+        if column.name.startswith("$"):
+            continue
+        if column.name not in names and (column.required or column.sort_order):
+            problems.append(f"required column {column.name!r} ({column.type_v3}) is missing from the DataFrame")
+    if problems:
+        raise SchemaMismatchError(
+            f"The DataFrame does not fit {path}: " + "; ".join(problems) + ". Nothing was written."
+        )
+
+
+def encode_yt_decimal(value: Decimal, precision: int, scale: int) -> bytes:
+    """YT's binary decimal: big-endian two's complement of the unscaled value with the sign bit inverted."""
+    size = 4 if precision <= 9 else 8 if precision <= 18 else 16 if precision <= 38 else 32
+    unscaled = int(value.scaleb(scale).to_integral_value())
+    return (unscaled + (1 << (8 * size - 1))).to_bytes(size, "big")
+
+
+@dataclass
+class WriteStats:
+    """Rows written by one task, per target."""
+
+    rows: int = 0
+    skipped: int = 0
+    requests: int = 0
+    tablets: dict[int, int] = field(default_factory=dict)
+
+
+class YtTableWriter:
+    """Writes record batches into one YT dynamic table (picklable; the client is created per process)."""
+
+    def __init__(
+        self,
+        connection: YtConnection,
+        path: str,
+        table: YtSchema,
+        dyn_batch_size: int = 50_000,
+        producer_path: str | None = None,
+        producer_session_prefix: str = "spyt-queue",
+        keep_service_columns: bool | None = None,
+    ) -> None:
+        self.connection = connection
+        self.path = path
+        self.table = table
+        self.dyn_batch_size = dyn_batch_size
+        self.producer_path = producer_path
+        self.producer_session_prefix = producer_session_prefix
+        in_table = table.column(SERVICE_TABLET_COLUMN) is not None
+        self.keep_service_columns = in_table if keep_service_columns is None else keep_service_columns
+
+    @property
+    def client(self):
+        """The process-wide cached client."""
+        return self.connection.client()
+
+    def dropped_columns(self) -> list[str]:
+        """DataFrame columns not written to the table (service columns used only for producer sequencing)."""
+        return [] if self.keep_service_columns else [SERVICE_TABLET_COLUMN, SERVICE_ROW_COLUMN]
+
+    # -- conversion ----------------------------------------------------------------------------------------
+    def _prepare(self, batch: pa.RecordBatch) -> list[dict[str, Any]]:
+        columns: dict[str, list[Any]] = {}
+        for name, array in zip(batch.schema.names, batch.columns, strict=True):
+            column = self.table.column(name)
+            columns[name] = self._convert(array, column)
+        names = list(columns)
+        return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+
+    def _convert(self, array: pa.Array, column: YtColumn | None) -> list[Any]:
+        t = column.base_type if column is not None else None
+        if pa.types.is_timestamp(array.type):
+            micros = array.cast(pa.int64())
+            if t in ("datetime", "datetime64"):
+                return [None if v is None else v // 1_000_000 for v in micros.to_pylist()]
+            return micros.to_pylist()
+        if pa.types.is_date32(array.type):
+            return array.cast(pa.int32()).to_pylist()
+        values = array.to_pylist()
+        if t in ("uint8", "uint16", "uint32", "uint64"):
+            return [None if v is None else yson.YsonUint64(v) for v in values]
+        if t in ("yson", "any") and pa.types.is_binary(array.type):
+            return [None if v is None else yson.loads(v) for v in values]
+        if isinstance(t, dict) and t.get("type_name") == "decimal" and pa.types.is_decimal(array.type):
+            p, s = int(t["precision"]), int(t["scale"])
+            return [None if v is None else encode_yt_decimal(v, p, s) for v in values]
+        if isinstance(t, dict) and pa.types.is_binary(array.type):
+            return [None if v is None else yson.loads(v) for v in values]
+        return values
+
+    # -- writing -------------------------------------------------------------------------------------------
+    def write(self, batches: Iterator[pa.RecordBatch]) -> WriteStats:
+        """Write every batch; with a producer, through per-source-tablet producer sessions."""
+        stats = WriteStats()
+        if self.producer_path:
+            self._write_through_producer(batches, stats)
+            return stats
+        pending: list[dict[str, Any]] = []
+        for batch in batches:
+            pending.extend(self._prepare(self._drop(batch)))
+            while len(pending) >= self.dyn_batch_size:
+                self._insert(pending[: self.dyn_batch_size], stats)
+                pending = pending[self.dyn_batch_size :]
+        if pending:
+            self._insert(pending, stats)
+        return stats
+
+    def _drop(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        drop = [n for n in self.dropped_columns() if n in batch.schema.names]
+        return batch.drop_columns(drop) if drop else batch
+
+    def _insert(self, rows: list[dict[str, Any]], stats: WriteStats) -> None:
+        try:
+            self.client.insert_rows(self.path, rows, update=True if self.table.sorted else None)
+        except Exception as error:
+            raise BadRecordError(
+                f"insert_rows of {len(rows)} rows into {self.path} failed (first row {rows[0]!r}): {error}"
+            ) from error
+        stats.rows += len(rows)
+        stats.requests += 1
+
+    def _write_through_producer(self, batches: Iterator[pa.RecordBatch], stats: WriteStats) -> None:
+        by_tablet: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        for batch in batches:
+            names = batch.schema.names
+            if SERVICE_TABLET_COLUMN not in names or SERVICE_ROW_COLUMN not in names:
+                raise SchemaMismatchError(
+                    "exactly-once writes through a producer need the source's service columns: read with "
+                    "include_service_columns=true and keep __spyt_streaming_src_tablet_index/_row_index"
+                )
+            tablets = batch.column(SERVICE_TABLET_COLUMN).to_pylist()
+            indexes = batch.column(SERVICE_ROW_COLUMN).to_pylist()
+            for tablet, index, row in zip(tablets, indexes, self._prepare(self._drop(batch)), strict=True):
+                by_tablet.setdefault(int(tablet), []).append((int(index), row))
+        for tablet, items in sorted(by_tablet.items()):
+            items.sort(key=lambda item: item[0])
+            session = f"{self.producer_session_prefix}-{tablet}"
+            info = self.client.create_queue_producer_session(self.producer_path, self.path, session)
+            epoch = int(info["epoch"])
+            for first in range(0, len(items), self.dyn_batch_size):
+                chunk = items[first : first + self.dyn_batch_size]
+                rows = [{**row, "$sequence_number": index} for index, row in chunk]
+                result = self.client.push_queue_producer(self.producer_path, self.path, session, epoch, rows)
+                skipped = int(result.get("skipped_row_count", 0)) if isinstance(result, dict) else 0
+                stats.skipped += skipped
+                stats.rows += len(rows) - skipped
+                stats.requests += 1
+            stats.tablets[tablet] = len(items)
