@@ -1,0 +1,57 @@
+"""Consumer lag: from a streaming query's progress, or from a backend's committed positions and bounds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spyt_queue.backend import QueueBackend
+from spyt_queue.offsets import sorted_partitions
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    """One partition's committed position, end, and the rows between them."""
+
+    partition: str
+    committed: int | None
+    lower: int
+    upper: int
+
+    @property
+    def lag(self) -> int:
+        """Unread rows: from the committed position (or the first available row) to the end."""
+        start = self.lower if self.committed is None else max(self.committed, self.lower)
+        return max(0, self.upper - start)
+
+
+def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) -> dict[str, int]:
+    """Rows behind per partition for one source of ``query.lastProgress``: ``latestOffset - endOffset``.
+
+    ``latestOffset`` is what the source reported with ``reportLatestOffset`` (the end of every partition at the
+    last trigger) and ``endOffset`` the end of the last planned batch.
+    """
+    import json
+
+    if not isinstance(progress, Mapping):
+        progress = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
+    source = progress["sources"][source_index]
+    latest, end = source.get("latestOffset"), source.get("endOffset")
+    if isinstance(latest, str):
+        latest = json.loads(latest)
+    if isinstance(end, str):
+        end = json.loads(end)
+    if not latest or not end:
+        return {}
+    ends = end.get("partitions", {})
+    return {k: max(0, int(v) - int(ends.get(k, 0))) for k, v in latest.get("partitions", {}).items()}
+
+
+def backend_lag(backend: QueueBackend) -> list[PartitionLag]:
+    """Committed position, bounds and lag of every partition, read live from the backend."""
+    bounds = backend.bounds()
+    committed = backend.committed()
+    return [
+        PartitionLag(key, committed.get(key), bounds[key].lower, bounds[key].upper) for key in sorted_partitions(bounds)
+    ]

@@ -1,0 +1,137 @@
+"""The ytqueue source and sink on a real local Spark against the local YTsaurus-compatible server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.spark.helpers import Pipeline, make_pipeline
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def pipe(yt, yt_proxy, yt_root, checkpoint):
+    return make_pipeline(yt, yt_proxy, yt_root, checkpoint)
+
+
+def test_available_now_reads_everything_and_leaves_consumer_at_end(spark, pipe) -> None:
+    """Every row arrives once, and the final AvailableNow batch is committed to the consumer too."""
+    ids = pipe.produce(50)
+    pipe.run(spark, max_rows_per_partition=10)
+    assert pipe.output_ids() == ids
+    assert pipe.consumer_offsets() == pipe.ends() == {0: 25, 1: 25}
+
+
+def test_restart_from_checkpoint_resumes_exactly(spark, pipe) -> None:
+    first = pipe.produce(30)
+    pipe.run(spark)
+    second = pipe.produce(20)
+    pipe.run(spark)
+    assert pipe.output_ids() == first + second
+    assert pipe.consumer_offsets() == pipe.ends()
+
+
+def test_restart_without_checkpoint_resumes_from_consumer(spark, pipe) -> None:
+    """With the checkpoint deleted, the consumer is the truth: nothing lost, nothing read twice."""
+    first = pipe.produce(30)
+    pipe.run(spark)
+    pipe.delete_checkpoint()
+    second = pipe.produce(20)
+    pipe.run(spark)
+    assert pipe.output_ids() == first + second
+
+
+def test_max_rows_per_partition_bounds_every_batch(spark, pipe) -> None:
+    pipe.produce(70)
+    query = pipe.run(spark, max_rows_per_partition=8)
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    assert len(batches) >= 5
+    for progress in batches:
+        source = progress["sources"][0]
+        start, end = json.loads(source["startOffset"]), json.loads(source["endOffset"])
+        for key, stop in end["partitions"].items():
+            assert stop - start["partitions"].get(key, stop) <= 8
+    assert sum(p["numInputRows"] for p in batches) == 70
+
+
+def test_global_cap_through_admission_control(spark, pipe) -> None:
+    pipe.produce(60)
+    query = pipe.run(spark, maxOffsetsPerTrigger=25)
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
+    assert sizes == [25, 25, 10]
+
+
+def test_trigger_once_reads_everything_ignoring_caps(spark, pipe) -> None:
+    pipe.produce(40)
+    query = pipe.run(spark, available_now=False, max_rows_per_partition=5)
+    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0] == [40]
+
+
+def test_trimmed_rows_fail_the_query_with_fail_on_data_loss(spark, pipe) -> None:
+    pipe.produce(20, tablet=0)
+    pipe.yt.trim_rows(pipe.queue, 0, 5)
+    with pytest.raises(Exception, match=r"rows \[0, 5\) of tablet 0"):
+        pipe.run(spark)
+
+
+def test_trimmed_rows_skipped_without_fail_on_data_loss(spark, pipe) -> None:
+    ids = pipe.produce(20, tablet=0)
+    pipe.run(spark)
+    more = pipe.produce(20, tablet=0)
+    pipe.yt.trim_rows(pipe.queue, 0, 25)
+    pipe.run(spark, failOnDataLoss="false")
+    assert pipe.output_ids() == ids + more[5:]
+
+
+def test_reshard_adds_tablets_mid_stream(spark, pipe) -> None:
+    first = pipe.produce(10)
+    pipe.run(spark)
+    pipe.yt.unmount_table(pipe.queue, sync=True)
+    pipe.yt.reshard_table(pipe.queue, tablet_count=4)
+    pipe.yt.mount_table(pipe.queue, sync=True)
+    second = pipe.produce(40)
+    pipe.run(spark)
+    assert pipe.output_ids() == first + second
+    assert pipe.consumer_offsets() == pipe.ends()
+
+
+def test_service_columns_name_source_tablet_and_row(spark, pipe) -> None:
+    pipe.produce(6)
+    pipe.run(spark)
+    rows = pipe.yt.select_rows(f"id, tablet, row from [{pipe.output}]")
+    assert sorted((r["id"], r["tablet"], r["row"]) for r in rows) == [
+        (0, 0, 0),
+        (1, 1, 0),
+        (2, 0, 1),
+        (3, 1, 1),
+        (4, 0, 2),
+        (5, 1, 2),
+    ]
+
+
+def test_two_queries_on_one_consumer_conflict(spark, pipe, tmp_path) -> None:
+    """A second query moving the same consumer is a clear error, never a silent overwrite."""
+    pipe.produce(10)
+    pipe.run(spark)
+    other = Pipeline(pipe.yt, pipe.proxy, pipe.queue, pipe.consumer, pipe.output, str(tmp_path / "other-checkpoint"))
+    pipe.produce(10)
+    # The other query started from the beginning (its own position) and advances the shared consumer.
+    other.run(spark, startingOffsets="earliest")
+    pipe.produce(10)
+    with pytest.raises(Exception, match="another query"):
+        pipe.run(spark)
+
+
+def test_batch_read_between_offsets(spark, pipe) -> None:
+    pipe.produce(20)
+    df = (
+        spark.read.format("ytqueue")
+        .option("proxy", pipe.proxy)
+        .option("startingOffsets", json.dumps({"0": 2, "1": 0}))
+        .option("endingOffsets", "latest")
+        .load(pipe.queue)
+    )
+    assert df.count() == 18
+    assert sorted(r.id for r in df.collect())[:2] == [1, 3]
