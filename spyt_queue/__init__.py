@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "register"]
 
+# Session configuration keys honoured as option defaults (SPYT's names; spark.ytsaurus.* wins over spark.yt.*).
+SESSION_DEFAULTS = {"dyn_batch_size": ("spark.ytsaurus.write.dynBatchSize", "spark.yt.write.dynBatchSize")}
 
-def register(spark) -> None:
-    """Register the ``ytqueue`` data source with ``spark`` (a notebook needs no call once installed)."""
+
+def register(spark: Any) -> None:
+    """Register the ``ytqueue`` data source with ``spark``.
+
+    Installing the package is enough for ``format("ytqueue")`` (Spark discovers the top-level
+    ``pyspark_ytqueue`` module); calling this also carries SPYT's session settings such as
+    ``spark.yt.write.dynBatchSize`` into the source's option defaults, which Python data sources cannot read
+    from the session themselves.
+    """
     from spyt_queue.spark.source import YtQueueDataSource
 
-    spark.dataSource.register(YtQueueDataSource)
+    defaults: dict[str, str] = {}
+    for option, keys in SESSION_DEFAULTS.items():
+        for key in keys:
+            value = spark.conf.get(key, None)
+            if value is not None:
+                defaults[option] = str(value)
+                break
+    if not defaults:
+        spark.dataSource.register(YtQueueDataSource)
+        return
+    configured = type("YtQueueDataSource", (YtQueueDataSource,), {"session_defaults": defaults})
+    configured.__module__ = "__main__"  # pickled by value, so executors need no extra class
+    spark.dataSource.register(configured)

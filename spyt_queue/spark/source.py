@@ -19,13 +19,17 @@ from spyt_queue.settings import ReaderSettings
 class YtQueueDataSource(DataSource):
     """``format("ytqueue")``: YTsaurus queues (``.load("//queue")``) with a consumer table."""
 
+    session_defaults: dict[str, str] = {}
+
     @classmethod
     def name(cls) -> str:
         """The short name used with ``format()``."""
         return "ytqueue"
 
     def _options(self) -> Options:
-        return Options(self.options)
+        merged = dict(self.session_defaults)
+        merged.update({str(k).lower(): v for k, v in dict(self.options).items()})
+        return Options(merged)
 
     def _backend(self, streaming: bool) -> QueueBackend:
         from spyt_queue.yt.options import yt_backend_from_options

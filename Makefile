@@ -1,0 +1,30 @@
+# The two set-up commands of the README: `make demo` and `make test`. Both build everything they need.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: venv deps demo test lint bench
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+deps: venv
+	bash integration/install.sh
+
+demo: venv
+	$(VENV)/bin/ytqueue demo
+
+test: deps
+	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+bench: venv
+	$(PY) bench/bench_local_server.py
+	$(PY) bench/bench_ytqueue_source.py

@@ -1,0 +1,148 @@
+"""Side-by-side, one run: rows/s of the ytqueue source into Spark's ``noop`` sink (AvailableNow) versus a plain
+``yt.wrapper`` pull loop over the same queue, and the driver-side cost of one trigger with 256 tablets.
+
+    .venv/bin/python bench/bench_ytqueue_source.py [--rows 1000000] [--tablets 4] [--proxy host:port]
+
+Without ``--proxy`` it starts the embedded local server. Prints figures and ratios; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yt.yson as yson
+from yt.wrapper import YsonFormat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spyt_queue.yt.admin import column, create_consumer, create_queue
+from spyt_queue.ytclient import make_yt_client
+
+
+def fill(client, queue: str, rows: int, tablets: int) -> None:
+    """Write ``rows`` small rows (an id and a ~40-byte payload) spread over the tablets."""
+    chunk = 50_000
+    payload = "x" * 40
+    started = time.perf_counter()
+    for first in range(0, rows, chunk):
+        count = min(chunk, rows - first)
+        batch = [{"$tablet_index": (first + i) % tablets, "id": first + i, "payload": payload} for i in range(count)]
+        client.insert_rows(queue, batch)
+        print(f"  filled {first + count:,}/{rows:,} rows", end="\r", flush=True)
+    print(f"  filled {rows:,} rows in {time.perf_counter() - started:.1f}s" + " " * 20)
+
+
+def pull_loop(client, queue: str, consumer: str, tablets: int, batch: int) -> tuple[int, float]:
+    """The client's ceiling: pull every tablet to its end with ``pull_consumer``, parsing rows, one thread."""
+    infos = client.get_tablet_infos(queue, list(range(tablets)))["tablets"]
+    started = time.perf_counter()
+    total = 0
+    fmt = YsonFormat(format="binary")
+    for tablet, info in enumerate(infos):
+        offset, end = int(info["trimmed_row_count"]), int(info["total_row_count"])
+        while offset < end:
+            data = client.pull_consumer(
+                consumer, queue, offset, tablet, max_row_count=min(batch, end - offset), format=fmt, raw=True
+            ).read()
+            rows = list(yson.loads(data, yson_type="list_fragment", always_create_attributes=False, encoding=None))
+            total += len(rows)
+            offset = rows[-1][b"$row_index"] + 1
+    return total, time.perf_counter() - started
+
+
+def spark_run(spark, proxy: str, queue: str, consumer: str, checkpoint: str) -> tuple[int, float]:
+    """ytqueue into the noop sink with AvailableNow; returns rows and wall seconds."""
+    df = (
+        spark.readStream.format("ytqueue")
+        .option("proxy", proxy)
+        .option("consumer_path", consumer)
+        .option("startingOffsets", "earliest")
+        .load(queue)
+    )
+    started = time.perf_counter()
+    query = df.writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    query.awaitTermination()
+    elapsed = time.perf_counter() - started
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    return rows, elapsed
+
+
+def trigger_cost(proxy: str, root: str, tablets: int = 256) -> float:
+    """Driver-side seconds of one trigger (bounds of all tablets in one call + planning) with ``tablets``."""
+    from spyt_queue.options import Options
+    from spyt_queue.settings import ReaderSettings
+    from spyt_queue.spark.stream_reader import QueueStreamReader
+    from spyt_queue.yt.options import yt_backend_from_options
+
+    client = make_yt_client(proxy)
+    queue, consumer = f"{root}/wide", f"{root}/wide_consumer"
+    create_queue(client, queue, [column("id", "int64")], tablet_count=tablets)
+    create_consumer(client, consumer, queue)
+    client.insert_rows(queue, [{"$tablet_index": i, "id": i} for i in range(tablets)])
+    options = Options({"proxy": proxy, "consumer_path": consumer, "path": queue, "max_rows_per_partition": "1"})
+    reader = QueueStreamReader(yt_backend_from_options(options, True), ReaderSettings.parse(options))
+    start = reader.initialOffset()
+    reader.latestOffset(start, None)  # warm-up
+    runs = 5
+    started = time.perf_counter()
+    for _ in range(runs):
+        reader.latestOffset(start, None)
+    return (time.perf_counter() - started) / runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--tablets", type=int, default=4)
+    parser.add_argument("--proxy", default=None)
+    args = parser.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    work = Path(tempfile.mkdtemp(prefix="ytqueue-bench-"))
+    server = None
+    proxy = args.proxy
+    if proxy is None:
+        from spyt_queue.local import LocalYtServer
+
+        server = LocalYtServer(data_dir=work / "yt").start()
+        proxy = server.proxy
+    try:
+        client = make_yt_client(proxy)
+        root = f"//tmp/bench-{int(time.time())}"
+        queue, consumer = f"{root}/queue", f"{root}/consumer"
+        create_queue(client, queue, [column("id", "int64"), column("payload", "string")], tablet_count=args.tablets)
+        create_consumer(client, consumer, queue)
+        print(f"filling {queue} with {args.rows:,} rows over {args.tablets} tablets")
+        fill(client, queue, args.rows, args.tablets)
+
+        from pyspark.sql import SparkSession
+
+        from spyt_queue import register
+
+        spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
+        spark_run(spark, proxy, queue, consumer, str(work / "warmup"))  # JVM and worker warm-up
+
+        loop_rows, loop_s = pull_loop(client, queue, consumer, args.tablets, 10_000)
+        src_rows, src_s = spark_run(spark, proxy, queue, consumer, str(work / "chk"))
+        print()
+        print(
+            f"plain yt.wrapper pull loop : {loop_rows:>10,} rows in {loop_s:6.2f}s = {loop_rows / loop_s:>11,.0f} rows/s"
+        )
+        print(f"ytqueue -> noop (AvailNow) : {src_rows:>10,} rows in {src_s:6.2f}s = {src_rows / src_s:>12,.0f} rows/s")
+        print(f"ratio ytqueue / pull loop  : {(src_rows / src_s) / (loop_rows / loop_s):.2f}  (goal >= 0.8)")
+        cost = trigger_cost(proxy, root)
+        print(f"driver cost of one trigger with 256 tablets: {cost * 1000:.1f} ms")
+        spark.stop()
+    finally:
+        if server is not None:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
