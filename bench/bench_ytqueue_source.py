@@ -131,10 +131,11 @@ def main() -> None:
         loop_rows, loop_s = pull_loop(client, queue, consumer, args.tablets, 10_000)
         src_rows, src_s = spark_run(spark, proxy, queue, consumer, str(work / "chk"))
         print()
-        print(
-            f"plain yt.wrapper pull loop : {loop_rows:>10,} rows in {loop_s:6.2f}s = {loop_rows / loop_s:>11,.0f} rows/s"
-        )
-        print(f"ytqueue -> noop (AvailNow) : {src_rows:>10,} rows in {src_s:6.2f}s = {src_rows / src_s:>12,.0f} rows/s")
+        for label, rows, seconds in (
+            ("plain yt.wrapper pull loop", loop_rows, loop_s),
+            ("ytqueue -> noop", src_rows, src_s),
+        ):
+            print(f"{label:<27}: {rows:>10,} rows in {seconds:6.2f}s = {rows / seconds:>12,.0f} rows/s")
         print(f"ratio ytqueue / pull loop  : {(src_rows / src_s) / (loop_rows / loop_s):.2f}  (goal >= 0.8)")
         cost = trigger_cost(proxy, root)
         print(f"driver cost of one trigger with 256 tablets: {cost * 1000:.1f} ms")
