@@ -78,5 +78,9 @@ class QueueBackend(ABC):
         follow the previous one is a gap and is reported too.
         """
 
+    def offsets_for_timestamps(self, timestamps: Mapping[str, int]) -> dict[str, int | None]:
+        """First offset at or after each timestamp (ms), ``None`` where there is none (Kafka only)."""
+        raise NotImplementedError(f"{type(self).__name__} can not look up offsets by timestamp")
+
     def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
         """Release clients (executors keep them cached per process instead)."""

@@ -8,9 +8,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from spyt_queue.backend import QueueBackend
+from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
 from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
-from spyt_queue.spark.stream_reader import resolve_positions
 
 
 class QueueBatchReader(DataSourceReader):
@@ -24,9 +24,9 @@ class QueueBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         """Resolve both positions against the current bounds and split the ranges into tasks."""
         bounds = self.backend.bounds()
-        committed = self.backend.committed() if self.settings.starting.kind == "consumer" else {}
-        start = resolve_positions(self.settings.starting, bounds, committed)
-        end = resolve_positions(self.settings.ending, bounds, committed)
+        committed = self.backend.committed() if self.settings.starting.kind in ("consumer", "group") else {}
+        start = resolve_positions(self.settings.starting, bounds, committed, self.backend)
+        end = resolve_positions(self.settings.ending, bounds, committed, self.backend)
         policy = DataLossPolicy(self.settings.fail_on_data_loss)
         for key in start:
             if start[key] < bounds[key].lower:

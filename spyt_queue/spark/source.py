@@ -17,7 +17,8 @@ from spyt_queue.settings import ReaderSettings
 
 
 class YtQueueDataSource(DataSource):
-    """``format("ytqueue")``: YTsaurus queues (``.load("//queue")``) with a consumer table."""
+    """``format("ytqueue")``: YTsaurus queues (``.load("//queue")``) with a consumer table, or Kafka topics
+    when ``kafka.bootstrap.servers`` is set."""
 
     session_defaults: dict[str, str] = {}
 
@@ -31,10 +32,28 @@ class YtQueueDataSource(DataSource):
         merged.update({str(k).lower(): v for k, v in dict(self.options).items()})
         return Options(merged)
 
+    def _is_kafka(self) -> bool:
+        return "kafka.bootstrap.servers" in self._options()
+
     def _backend(self, streaming: bool) -> QueueBackend:
+        if self._is_kafka():
+            from spyt_queue.kafka.options import kafka_backend_from_options
+
+            return kafka_backend_from_options(self._options())
         from spyt_queue.yt.options import yt_backend_from_options
 
         return yt_backend_from_options(self._options(), streaming=streaming)
+
+    def _settings(self, streaming: bool) -> ReaderSettings:
+        options = self._options()
+        if self._is_kafka():
+            from spyt_queue.kafka.options import kafka_reader_settings
+
+            return kafka_reader_settings(options, streaming)
+        if streaming:
+            return ReaderSettings.parse(options, starting_default="consumer", streaming=True)
+        default = "consumer" if "consumer_path" in options else "earliest"
+        return ReaderSettings.parse(options, starting_default=default, streaming=False)
 
     def schema(self) -> StructType:
         """The queue's schema mapped to Spark types (see the README's mapping table)."""
@@ -44,27 +63,30 @@ class YtQueueDataSource(DataSource):
         """A micro-batch reader committing to the consumer after the sink."""
         from spyt_queue.spark.stream_reader import QueueStreamReader
 
-        options = self._options()
-        settings = ReaderSettings.parse(options, starting_default="consumer", streaming=True)
-        return QueueStreamReader(self._backend(streaming=True), settings)
+        return QueueStreamReader(self._backend(streaming=True), self._settings(streaming=True))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""
         from spyt_queue.spark.batch_reader import QueueBatchReader
 
-        options = self._options()
-        default = "consumer" if "consumer_path" in options else "earliest"
-        settings = ReaderSettings.parse(options, starting_default=default, streaming=False)
-        return QueueBatchReader(self._backend(streaming=False), settings)
+        return QueueBatchReader(self._backend(streaming=False), self._settings(streaming=False))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """Writes each micro-batch to a YT dynamic table."""
+        if self._is_kafka():
+            from spyt_queue.kafka.sink import kafka_stream_writer
+
+            return kafka_stream_writer(self._options(), schema)
         from spyt_queue.spark.sink import yt_stream_writer
 
         return yt_stream_writer(self._options(), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Writes a DataFrame to a YT dynamic table."""
+        if self._is_kafka():
+            from spyt_queue.kafka.sink import kafka_batch_writer
+
+            return kafka_batch_writer(self._options(), schema)
         from spyt_queue.spark.sink import yt_batch_writer
 
         return yt_batch_writer(self._options(), schema, overwrite)

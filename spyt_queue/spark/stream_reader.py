@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,9 +18,10 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from spyt_queue.backend import PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
 from spyt_queue.errors import CommitError, ConsumerConflictError
-from spyt_queue.offsets import StreamOffset, sorted_partitions
+from spyt_queue.offsets import StreamOffset
 from spyt_queue.planner import OffsetPlanner
-from spyt_queue.settings import EARLIEST, LATEST, Position, ReaderSettings
+from spyt_queue.positions import resolve_positions
+from spyt_queue.settings import ReaderSettings
 from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
 
 try:  # PySpark >= 4.2: admission control and AvailableNow for Python sources
@@ -42,26 +44,6 @@ log = logging.getLogger("spyt_queue.stream")
 UNLIMITED = sys.maxsize
 
 
-def resolve_positions(
-    position: Position, bounds: dict[str, PartitionBounds], committed: dict[str, int | None]
-) -> dict[str, int]:
-    """Turn a starting :class:`Position` into per-partition offsets using the current bounds."""
-    result: dict[str, int] = {}
-    for key in sorted_partitions(bounds):
-        b = bounds[key]
-        if position.kind == "earliest":
-            result[key] = b.lower
-        elif position.kind == "latest":
-            result[key] = b.upper
-        elif position.kind == "consumer":
-            value = committed.get(key)
-            result[key] = b.lower if value is None else value
-        else:
-            value = (position.explicit or {}).get(key, EARLIEST)
-            result[key] = b.lower if value == EARLIEST else b.upper if value == LATEST else value
-    return result
-
-
 class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Spark's view of a queue backend: offsets, admission control, AvailableNow and the delayed commit."""
 
@@ -74,6 +56,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[str, int] | None = None
         self._last_bounds: dict[str, PartitionBounds] | None = None
         self._last_end: dict[str, Any] | None = None
+        self._last_batch_at = time.monotonic()
 
     def __getstate__(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -91,7 +74,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             bounds = self.backend.bounds()
             committed = self.backend.committed()
             self.committer.remember(committed)
-            self._initial = self._offset(resolve_positions(self.settings.starting, bounds, committed))
+            self._initial = self._offset(resolve_positions(self.settings.starting, bounds, committed, self.backend))
             log.info("initial offset %s", self._initial)
         return self._initial
 
@@ -136,6 +119,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 max_rows = self.settings.max_rows_per_trigger
             if max_rows is not None and max_rows >= UNLIMITED:
                 max_rows = None
+        if self._should_delay(current.positions, bounds, limit):
+            return start
         plan = planner.plan(
             current.positions,
             bounds,
@@ -147,7 +132,27 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("%s: %s", self.backend.source_id, note)
         end = self._offset(plan.end)
         self._last_end = end
+        if plan.rows:
+            self._last_batch_at = time.monotonic()
         return end
+
+    def _should_delay(self, start: dict[str, int], bounds: dict[str, PartitionBounds], limit: Any) -> bool:
+        """``minOffsetsPerTrigger``: wait for enough new rows, but no longer than ``maxTriggerDelay``."""
+        minimum = self.settings.min_rows_per_trigger
+        if not minimum or self._target is not None:
+            return False
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return False
+        backlog = sum(max(0, b.upper - max(start.get(key, b.lower), b.lower)) for key, b in bounds.items())
+        if backlog >= minimum:
+            return False
+        waited_ms = (time.monotonic() - self._last_batch_at) * 1000
+        if waited_ms >= self.settings.max_trigger_delay_ms:
+            return False
+        log.info(
+            "%d new rows < minOffsetsPerTrigger %d; delaying the batch (%.0f ms waited)", backlog, minimum, waited_ms
+        )
+        return True
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """The end of every partition at the last trigger, shown in the query progress as ``latestOffset``."""

@@ -1,0 +1,286 @@
+"""The Kafka backend: bounds with ``list_offsets``, positions in the consumer group, ranges read exactly.
+
+Spark's own Kafka source never commits to a consumer group (SPARK-27549). This backend commits the group
+offsets after each batch's sink commit through the shared :class:`~spyt_queue.committer.Committer`, so
+``kafka-consumer-groups --describe`` and every lag tool see the truth.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
+from confluent_kafka.admin import OffsetSpec
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
+from spyt_queue.errors import ConsumerConflictError, SpytQueueError
+from spyt_queue.kafka.clients import admin_client, pooled_consumer
+from spyt_queue.kafka.options import Subscription
+from spyt_queue.offsets import sorted_partitions
+
+log = logging.getLogger("spyt_queue.kafka")
+
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+TRANSIENT_KAFKA_CODES = {
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.NETWORK_EXCEPTION,
+}
+
+
+def kafka_schema(include_headers: bool) -> StructType:
+    """The row schema of Spark's Kafka source, so existing queries port unchanged."""
+    fields = [
+        StructField("key", BinaryType(), True),
+        StructField("value", BinaryType(), True),
+        StructField("topic", StringType(), True),
+        StructField("partition", IntegerType(), True),
+        StructField("offset", LongType(), True),
+        StructField("timestamp", TimestampType(), True),
+        StructField("timestampType", IntegerType(), True),
+    ]
+    if include_headers:
+        fields.append(StructField("headers", HEADERS_TYPE, True))
+    return StructType(fields)
+
+
+def split_key(key: str) -> tuple[str, int]:
+    """``"topic:3"`` -> ``("topic", 3)``."""
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+
+
+def _result(future: Any, what: str, timeout: float) -> Any:
+    try:
+        return future.result(timeout=timeout)
+    except KafkaException as error:
+        raise error
+    except Exception as error:
+        raise SpytQueueError(f"Kafka {what} failed: {error}") from error
+
+
+class KafkaBackend(QueueBackend):
+    """Topic partitions of one subscription, committed to one consumer group."""
+
+    def __init__(
+        self,
+        config: dict[str, Any],
+        subscription: Subscription,
+        group_id: str,
+        include_headers: bool = False,
+        poll_timeout_ms: int = 120_000,
+        request_timeout_s: float = 30.0,
+        consume_batch: int = 10_000,
+    ) -> None:
+        self.config = {k: v for k, v in config.items() if k != "group.id"}
+        self.subscription = subscription
+        self.group_id = group_id
+        self.include_headers = include_headers
+        self.poll_timeout_ms = poll_timeout_ms
+        self.request_timeout_s = request_timeout_s
+        self.consume_batch = consume_batch
+        self._arrow_schema: pa.Schema | None = None
+
+    @property
+    def source_id(self) -> str:
+        return f"kafka:{self.subscription.describe()}"
+
+    def describe(self, partition: str) -> str:
+        """Human-readable name of a partition, for messages."""
+        topic, index = split_key(partition)
+        return f"partition {index} of topic {topic}"
+
+    def schema(self) -> StructType:
+        return kafka_schema(self.include_headers)
+
+    @property
+    def admin(self):
+        """The process-wide admin client for this configuration."""
+        return admin_client(self.config)
+
+    @property
+    def read_committed(self) -> bool:
+        """Whether ``kafka.isolation.level=read_committed`` (bounds then use the last stable offset)."""
+        return str(self.config.get("isolation.level", "")).lower() == "read_committed"
+
+    # -- driver side -----------------------------------------------------------------------------------------
+    def partitions(self) -> list[str]:
+        """Every partition of the subscription, as ``topic:partition`` keys."""
+        metadata = self.admin.list_topics(timeout=self.request_timeout_s)
+        keys: list[str] = []
+        for name, topic in metadata.topics.items():
+            if topic.error is not None or not self.subscription.matches(name):
+                continue
+            wanted = self.subscription.assigned.get(name) if self.subscription.kind == "assign" else None
+            for index in topic.partitions:
+                if wanted is None or index in wanted:
+                    keys.append(f"{name}:{index}")
+        if self.subscription.kind == "subscribe":
+            missing = set(self.subscription.topics) - {split_key(k)[0] for k in keys}
+            if missing:
+                log.warning("subscribed topics not found (yet): %s", ", ".join(sorted(missing)))
+        return sorted_partitions(keys)
+
+    def _list_offsets(self, specs: Mapping[str, Any]) -> dict[str, int]:
+        if not specs:
+            return {}
+        request = {TopicPartition(*split_key(k)): spec for k, spec in specs.items()}
+        level = IsolationLevel.READ_COMMITTED if self.read_committed else IsolationLevel.READ_UNCOMMITTED
+        futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=self.request_timeout_s)
+        result: dict[str, int] = {}
+        for tp, future in futures.items():
+            info = _result(future, "list_offsets", self.request_timeout_s)
+            result[f"{tp.topic}:{tp.partition}"] = int(info.offset)
+        return result
+
+    def bounds(self) -> dict[str, PartitionBounds]:
+        keys = self.partitions()
+        lows = self._list_offsets({k: OffsetSpec.earliest() for k in keys})
+        highs = self._list_offsets({k: OffsetSpec.latest() for k in keys})
+        return {k: PartitionBounds(lows[k], highs[k]) for k in keys}
+
+    def offsets_for_timestamps(self, timestamps: Mapping[str, int]) -> dict[str, int | None]:
+        found = self._list_offsets({k: OffsetSpec.for_timestamp(int(ts)) for k, ts in timestamps.items()})
+        return {k: (None if v < 0 else v) for k, v in found.items()}
+
+    def committed(self) -> dict[str, int | None]:
+        keys = self.partitions()
+        if not keys:
+            return {}
+        request = ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(*split_key(k)) for k in keys])
+        futures = self.admin.list_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
+        answer = _result(futures[self.group_id], "list_consumer_group_offsets", self.request_timeout_s)
+        return {
+            f"{tp.topic}:{tp.partition}": (int(tp.offset) if tp.offset >= 0 else None) for tp in answer.topic_partitions
+        }
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+        """Commit ``new`` to the group after checking it still holds ``old``.
+
+        Kafka has no compare-and-set on group offsets: the check and the commit are two requests, so this
+        detects another query's progress between batches, not within the few milliseconds in between.
+        """
+        current = self.committed()
+        moved = {k: current.get(k) for k in new if current.get(k) != old.get(k)}
+        if moved:
+            raise ConsumerConflictError(
+                f"Consumer group {self.group_id} was moved by someone else (expected {dict(old)}, found {moved}): "
+                "another query or consumer uses the same group.id"
+            )
+        request = ConsumerGroupTopicPartitions(
+            self.group_id, [TopicPartition(*split_key(k), int(v)) for k, v in new.items()]
+        )
+        futures = self.admin.alter_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
+        answer = _result(futures[self.group_id], "alter_consumer_group_offsets", self.request_timeout_s)
+        failed = [tp for tp in answer.topic_partitions if tp.error is not None]
+        if failed:
+            raise KafkaException(failed[0].error)
+
+    def is_transient(self, error: BaseException) -> bool:
+        if isinstance(error, KafkaException) and error.args:
+            inner = error.args[0]
+            if isinstance(inner, KafkaError):
+                return inner.retriable() or inner.code() in TRANSIENT_KAFKA_CODES
+        return isinstance(error, (TimeoutError, ConnectionError))
+
+    # -- executor side ---------------------------------------------------------------------------------------
+    def read_range(
+        self, partition: str, start: int, end: int, on_data_loss: DataLossHandler
+    ) -> Iterator[pa.RecordBatch]:
+        topic, index = split_key(partition)
+        if self._arrow_schema is None:
+            from pyspark.sql.pandas.types import to_arrow_schema
+
+            self._arrow_schema = to_arrow_schema(self.schema(), timezone="UTC")
+        with pooled_consumer(self.config) as consumer:
+            low, _high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=self.request_timeout_s)
+            if low > start:
+                on_data_loss.report(
+                    f"offsets [{start}, {min(low, end)}) of {self.describe(partition)} were deleted (retention) "
+                    "before they were read"
+                )
+                start = low
+            if start >= end:
+                return
+            consumer.assign([TopicPartition(topic, index, start)])
+            yield from self._consume(consumer, topic, index, start, end, partition, on_data_loss)
+
+    def _consume(
+        self, consumer: Any, topic: str, index: int, start: int, end: int, partition: str, on_data_loss: DataLossHandler
+    ) -> Iterator[pa.RecordBatch]:
+        position = start
+        deadline = time.monotonic() + self.poll_timeout_ms / 1000
+        while position < end:
+            messages = consumer.consume(num_messages=min(self.consume_batch, end - position), timeout=1.0)
+            batch: list[Any] = []
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    if error.code() == KafkaError._AUTO_OFFSET_RESET:
+                        on_data_loss.report(f"offset {position} of {self.describe(partition)} is out of range")
+                        return
+                    raise KafkaException(error)
+                offset = message.offset()
+                if offset >= end:
+                    continue
+                batch.append(message)
+            if batch:
+                position = batch[-1].offset() + 1
+                deadline = time.monotonic() + self.poll_timeout_ms / 1000
+                yield self._to_arrow(batch)
+            # Transaction markers and compacted or aborted records leave gaps: the position says how far we are.
+            next_offset = consumer.position([TopicPartition(topic, index)])[0].offset
+            if next_offset >= 0:
+                position = max(position, next_offset)
+            if not batch and time.monotonic() > deadline:
+                raise SpytQueueError(
+                    f"Timed out after {self.poll_timeout_ms} ms reading {self.describe(partition)} at offset "
+                    f"{position} (batch ends at {end}); raise kafkaConsumer.pollTimeoutMs if the broker is slow"
+                )
+
+    def _to_arrow(self, messages: list[Any]) -> pa.RecordBatch:
+        schema = self._arrow_schema
+        assert schema is not None
+        stamps = [m.timestamp() for m in messages]
+        columns = [
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+            pa.array([m.topic() for m in messages], pa.string()),
+            pa.array([m.partition() for m in messages], pa.int32()),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            pa.array([s[1] * 1000 if s[0] else None for s in stamps], pa.int64()).cast(schema.field("timestamp").type),
+            pa.array([max(0, s[0] - 1) if s[0] else None for s in stamps], pa.int32()),
+        ]
+        if self.include_headers:
+            headers = [None if not m.headers() else [{"key": k, "value": v} for k, v in m.headers()] for m in messages]
+            columns.append(pa.array(headers, schema.field("headers").type))
+        return pa.RecordBatch.from_arrays(columns, schema=schema)

@@ -1,0 +1,157 @@
+"""Options of the Kafka adapter, with Spark's Kafka source names and rules wherever they apply."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from spyt_queue.errors import OptionError
+from spyt_queue.options import Options
+
+if TYPE_CHECKING:
+    from spyt_queue.kafka.backend import KafkaBackend
+    from spyt_queue.settings import ReaderSettings
+
+# Spark's KafkaSourceProvider rejects these kafka.* keys: the adapter manages them itself.
+FORBIDDEN_KAFKA_KEYS = {
+    "auto.offset.reset": "use startingOffsets instead",
+    "key.deserializer": "keys are always read as bytes; cast or deserialize in a DataFrame operation",
+    "value.deserializer": "values are always read as bytes; cast or deserialize in a DataFrame operation",
+    "key.serializer": "keys are always written as bytes or strings from the 'key' column",
+    "value.serializer": "values are always written as bytes or strings from the 'value' column",
+    "enable.auto.commit": "offsets are committed to the group by the adapter after each batch's sink commit",
+    "interceptor.classes": "not supported by the Python client",
+}
+SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """Which topic partitions to read: a topic list, a regular expression, or explicit partitions."""
+
+    kind: str  # subscribe | subscribePattern | assign
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assigned: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """A stable text form, used in the source id and the default group name."""
+        if self.kind == "subscribe":
+            return "subscribe=" + ",".join(sorted(self.topics))
+        if self.kind == "subscribePattern":
+            return f"subscribePattern={self.pattern}"
+        return "assign=" + ";".join(f"{t}:{','.join(map(str, p))}" for t, p in sorted(self.assigned.items()))
+
+    def matches(self, topic: str) -> bool:
+        """Whether ``topic`` belongs to the subscription (internal topics never do)."""
+        if topic.startswith("__"):
+            return False
+        if self.kind == "subscribe":
+            return topic in self.topics
+        if self.kind == "subscribePattern":
+            return re.fullmatch(self.pattern or "", topic) is not None
+        return topic in self.assigned
+
+
+def parse_subscription(options: Options) -> Subscription:
+    """Exactly one of ``subscribe``, ``subscribePattern``, ``assign``."""
+    given = [name for name in SUBSCRIPTION_OPTIONS if name in options]
+    if len(given) != 1:
+        raise OptionError(
+            "subscribe",
+            f"exactly one of subscribe, subscribePattern, assign must be set, got {given or 'none'}",
+        )
+    kind = given[0]
+    value = options.get_str(kind) or ""
+    if kind == "subscribe":
+        topics = tuple(t.strip() for t in value.split(",") if t.strip())
+        if not topics:
+            raise OptionError("subscribe", "give a comma-separated list of topics")
+        return Subscription(kind, topics=topics)
+    if kind == "subscribePattern":
+        try:
+            re.compile(value)
+        except re.error as error:
+            raise OptionError("subscribePattern", f"not a valid regular expression: {error}") from None
+        return Subscription(kind, pattern=value)
+    data = options.get_json("assign")
+    if not isinstance(data, dict) or not data:
+        raise OptionError("assign", 'expected JSON like {"topicA": [0, 1], "topicB": [2]}')
+    assigned: dict[str, tuple[int, ...]] = {}
+    for topic, parts in data.items():
+        if not isinstance(parts, list) or not all(isinstance(p, int) and p >= 0 for p in parts):
+            raise OptionError("assign", f"partitions of topic {topic!r} must be a list of integers >= 0")
+        assigned[str(topic)] = tuple(sorted(parts))
+    return Subscription("assign", assigned=assigned)
+
+
+def kafka_config(options: Options) -> dict[str, Any]:
+    """The ``kafka.*`` options without their prefix, refusing the keys the adapter manages."""
+    config = options.with_prefix("kafka.")
+    if "bootstrap.servers" not in config:
+        raise OptionError("kafka.bootstrap.servers", "required: the brokers to connect to, e.g. localhost:9092")
+    for key, why in FORBIDDEN_KAFKA_KEYS.items():
+        if key in config:
+            raise OptionError(f"kafka.{key}", f"is not supported: {why}")
+    return config
+
+
+def default_group_id(options: Options, subscription: Subscription) -> str:
+    """``kafka.group.id`` if given, else ``<groupIdPrefix>-<hash of the subscription>`` (stable across runs)."""
+    given = options.get_str("kafka.group.id")
+    if given:
+        return given
+    prefix = options.get_str("groupIdPrefix", "spark-kafka-source") or "spark-kafka-source"
+    digest = hashlib.sha1(subscription.describe().encode()).hexdigest()[:12]
+    return f"{prefix}-{digest}"
+
+
+def flat_positions(option: str, data: Any, allow_special: bool = True) -> dict[str, int]:
+    """Spark's nested ``{"topic": {"0": 23, "1": -2}}`` as flat ``{"topic:0": 23, "topic:1": -2}``."""
+    if not isinstance(data, dict) or not data:
+        raise OptionError(option, 'expected JSON like {"topicA": {"0": 23, "1": -1}}')
+    result: dict[str, int] = {}
+    minimum = -2 if allow_special else 0
+    for topic, parts in data.items():
+        if not isinstance(parts, dict):
+            raise OptionError(option, f"value of topic {topic!r} must be an object of partition -> offset")
+        for part, offset in parts.items():
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < minimum:
+                raise OptionError(option, f"offset of {topic}/{part} must be an integer >= {minimum}, got {offset!r}")
+            try:
+                result[f"{topic}:{int(part)}"] = offset
+            except ValueError:
+                raise OptionError(option, f"partition {part!r} of topic {topic!r} is not a number") from None
+    return result
+
+
+def kafka_backend_from_options(options: Options) -> KafkaBackend:
+    """Build the Kafka backend from Spark-Kafka-style options, validating them all up front."""
+    from spyt_queue.kafka.backend import KafkaBackend as Backend
+
+    subscription = parse_subscription(options)
+    config = kafka_config(options)
+    return Backend(
+        config=config,
+        subscription=subscription,
+        group_id=default_group_id(options, subscription),
+        include_headers=options.get_bool("includeHeaders", False),
+        poll_timeout_ms=options.get_int("kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
+    )
+
+
+def kafka_reader_settings(options: Options, streaming: bool) -> ReaderSettings:
+    """Reader settings with Kafka's names: ``startingOffsets`` latest by default (``group`` resumes from the
+    consumer group), nested JSON offsets, and the ``startingTimestamp`` family."""
+    from spyt_queue.settings import ReaderSettings as Settings
+
+    return Settings.parse(
+        options,
+        starting_default="latest" if streaming else "earliest",
+        streaming=streaming,
+        named=("group", "earliest", "latest"),
+        parser=flat_positions,
+        timestamps=lambda option, data: flat_positions(option, data, allow_special=False),
+    )

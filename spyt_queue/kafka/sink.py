@@ -1,0 +1,159 @@
+"""Writing to Kafka: ``value`` and optional ``key``, ``headers``, ``topic``, ``partition`` columns, through an
+idempotent producer. Every task flushes before it reports success and any delivery error fails the batch, so
+nothing is lost silently (Kafka's own sink semantics: at-least-once)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import KafkaException, Producer
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
+
+from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
+from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS
+from spyt_queue.options import Options
+
+_PRODUCERS: dict[str, Producer] = {}
+_LOCK = threading.Lock()
+
+
+def _producer(config: dict[str, Any]) -> Producer:
+    key = repr(sorted((k, str(v)) for k, v in config.items()))
+    with _LOCK:
+        producer = _PRODUCERS.get(key)
+        if producer is None:
+            producer = Producer(config)
+            _PRODUCERS[key] = producer
+        return producer
+
+
+def check_kafka_schema(schema: StructType, default_topic: str | None) -> None:
+    """The DataFrame must have ``value`` and may have ``key``, ``headers``, ``topic``, ``partition``."""
+    fields = {f.name: f.dataType for f in schema.fields}
+    problems = []
+    if "value" not in fields:
+        problems.append("a 'value' column (string or binary) is required")
+    for name in ("key", "value"):
+        if name in fields and not isinstance(fields[name], (StringType, BinaryType)):
+            problems.append(f"column {name!r} must be string or binary, not {fields[name].simpleString()}")
+    if "topic" in fields and not isinstance(fields["topic"], StringType):
+        problems.append("column 'topic' must be a string")
+    if "partition" in fields and not isinstance(fields["partition"], IntegerType):
+        problems.append("column 'partition' must be an int")
+    if "headers" in fields and not isinstance(fields["headers"], ArrayType):
+        problems.append("column 'headers' must be array<struct<key: string, value: binary>>")
+    if "topic" not in fields and not default_topic:
+        problems.append("no 'topic' column and no 'topic' option: say where to write")
+    if problems:
+        raise SchemaMismatchError("The DataFrame can not be written to Kafka: " + "; ".join(problems))
+
+
+@dataclass
+class KafkaWriteCommit(WriterCommitMessage):
+    """Records one task delivered."""
+
+    records: int
+
+
+class KafkaRecordWriter:
+    """Produces the rows of one task and waits until every record is acknowledged."""
+
+    def __init__(self, config: dict[str, Any], default_topic: str | None) -> None:
+        self.config = config
+        self.default_topic = default_topic
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:
+        """Produce every row, flush, and raise on the first delivery error."""
+        producer = _producer(self.config)
+        errors: list[str] = []
+
+        def delivered(error: Any, message: Any) -> None:
+            if error is not None:
+                errors.append(f"{message.topic()}[{message.partition()}]: {error}")
+
+        count = 0
+        for batch in batches:
+            for row in batch.to_pylist():
+                topic = row.get("topic") or self.default_topic
+                if topic is None:
+                    raise BadRecordError(f"record {row!r} has no topic and no 'topic' option is set")
+                kwargs: dict[str, Any] = {"value": row.get("value"), "key": row.get("key"), "on_delivery": delivered}
+                if row.get("partition") is not None:
+                    kwargs["partition"] = row["partition"]
+                if row.get("headers"):
+                    kwargs["headers"] = [(h["key"], h["value"]) for h in row["headers"]]
+                while True:
+                    try:
+                        producer.produce(topic, **kwargs)
+                        break
+                    except BufferError:
+                        producer.poll(0.1)
+                    except KafkaException as error:
+                        raise BadRecordError(f"could not produce record to {topic}: {error}") from error
+                count += 1
+                if errors:
+                    break
+            producer.poll(0)
+        remaining = producer.flush(60)
+        if remaining:
+            raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")
+        if errors:
+            raise BadRecordError(f"{len(errors)} record(s) failed delivery, first: {errors[0]}")
+        return KafkaWriteCommit(records=count)
+
+
+def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
+    config = options.with_prefix("kafka.")
+    if "bootstrap.servers" not in config:
+        raise OptionError("kafka.bootstrap.servers", "required: the brokers to write to")
+    for key in ("key.serializer", "value.serializer", "interceptor.classes"):
+        if key in config:
+            raise OptionError(f"kafka.{key}", f"is not supported: {FORBIDDEN_KAFKA_KEYS[key]}")
+    config.setdefault("enable.idempotence", True)
+    config.setdefault("acks", "all")
+    default_topic = options.get_str("topic")
+    check_kafka_schema(schema, default_topic)
+    return KafkaRecordWriter(config, default_topic)
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """Streaming sink: each task's records are acknowledged before the batch commits."""
+
+    def __init__(self, writer: KafkaRecordWriter) -> None:
+        self.writer = writer
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:  # type: ignore[override]
+        """Produce one task's rows (on an executor)."""
+        return self.writer.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records are already acknowledged by the tasks."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Acknowledged records stay (at-least-once); the replay produces them again."""
+
+
+class KafkaBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("ytqueue").option("kafka.bootstrap.servers", ...)``."""
+
+    def __init__(self, writer: KafkaRecordWriter) -> None:
+        self.writer = writer
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:  # type: ignore[override]
+        """Produce one task's rows (on an executor)."""
+        return self.writer.write(iterator)
+
+
+def kafka_stream_writer(options: Options, schema: StructType) -> KafkaStreamWriter:
+    """The streaming Kafka sink, validated up front."""
+    return KafkaStreamWriter(_writer(options, schema))
+
+
+def kafka_batch_writer(options: Options, schema: StructType) -> KafkaBatchWriter:
+    """The batch Kafka sink, validated up front."""
+    return KafkaBatchWriter(_writer(options, schema))
