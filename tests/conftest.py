@@ -97,3 +97,31 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
 def checkpoint(tmp_path: Path) -> str:
     """A fresh checkpoint directory for one streaming query."""
     return str(tmp_path / "checkpoint")
+
+
+@pytest.fixture(scope="session")
+def kafka_broker():
+    """One real single-node Apache Kafka (KRaft) on loopback for the session (jars from Maven Central).
+
+    Skipped with the reason when Java or the jars are missing (run ``integration/install.sh``); with
+    ``SPYT_REQUIRE_KAFKA=1`` (set by CI) that is a failure instead.
+    """
+    from integration.kafka_broker import KafkaBroker, missing_requirements
+
+    reason = missing_requirements()
+    if reason:
+        if os.environ.get("SPYT_REQUIRE_KAFKA", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"SPYT_REQUIRE_KAFKA is set but: {reason}", pytrace=False)
+        pytest.skip(reason)
+    broker = KafkaBroker()
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_broker) -> str:
+    """``bootstrap.servers`` of the session broker."""
+    return kafka_broker.bootstrap_servers
