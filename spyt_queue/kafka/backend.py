@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from confluent_kafka import (
@@ -39,6 +39,7 @@ from spyt_queue.kafka.options import Subscription
 from spyt_queue.offsets import sorted_partitions
 
 log = logging.getLogger("spyt_queue.kafka")
+T = TypeVar("T")
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 TRANSIENT_KAFKA_CODES = {
@@ -80,10 +81,32 @@ def split_key(key: str) -> tuple[str, int]:
 def _result(future: Any, what: str, timeout: float) -> Any:
     try:
         return future.result(timeout=timeout)
-    except KafkaException as error:
-        raise error
+    except KafkaException:
+        raise
     except Exception as error:
         raise SpytQueueError(f"Kafka {what} failed: {error}") from error
+
+
+def is_transient_kafka_error(error: BaseException) -> bool:
+    """Whether a Kafka call that failed with ``error`` may succeed when retried."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        inner = error.args[0]
+        return inner.retriable() or inner.code() in TRANSIENT_KAFKA_CODES
+    return isinstance(error, (TimeoutError, ConnectionError))
+
+
+def with_retries(call: Callable[[], T], what: str, attempts: int = 6, delay: float = 0.2) -> T:
+    """Run an admin ``call``, retrying transient errors (coordinator loading, leader moves) with backoff."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except Exception as error:
+            if attempt == attempts or not is_transient_kafka_error(error):
+                raise
+            log.info("%s failed transiently (%s); retry %d", what, error, attempt)
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+    raise AssertionError("unreachable")
 
 
 class KafkaBackend(QueueBackend):
@@ -161,6 +184,9 @@ class KafkaBackend(QueueBackend):
         return result
 
     def bounds(self) -> dict[str, PartitionBounds]:
+        return with_retries(self._bounds, "list_offsets")
+
+    def _bounds(self) -> dict[str, PartitionBounds]:
         keys = self.partitions()
         lows = self._list_offsets({k: OffsetSpec.earliest() for k in keys})
         highs = self._list_offsets({k: OffsetSpec.latest() for k in keys})
@@ -171,6 +197,9 @@ class KafkaBackend(QueueBackend):
         return {k: (None if v < 0 else v) for k, v in found.items()}
 
     def committed(self) -> dict[str, int | None]:
+        return with_retries(self._committed, "list_consumer_group_offsets")
+
+    def _committed(self) -> dict[str, int | None]:
         keys = self.partitions()
         if not keys:
             return {}
@@ -204,11 +233,7 @@ class KafkaBackend(QueueBackend):
             raise KafkaException(failed[0].error)
 
     def is_transient(self, error: BaseException) -> bool:
-        if isinstance(error, KafkaException) and error.args:
-            inner = error.args[0]
-            if isinstance(inner, KafkaError):
-                return inner.retriable() or inner.code() in TRANSIENT_KAFKA_CODES
-        return isinstance(error, (TimeoutError, ConnectionError))
+        return is_transient_kafka_error(error)
 
     # -- executor side ---------------------------------------------------------------------------------------
     def read_range(
@@ -220,7 +245,7 @@ class KafkaBackend(QueueBackend):
 
             self._arrow_schema = to_arrow_schema(self.schema(), timezone="UTC")
         with pooled_consumer(self.config) as consumer:
-            low, _high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=self.request_timeout_s)
+            low = self._low_watermark(consumer, topic, index)
             if low > start:
                 on_data_loss.report(
                     f"offsets [{start}, {min(low, end)}) of {self.describe(partition)} were deleted (retention) "
@@ -231,6 +256,21 @@ class KafkaBackend(QueueBackend):
                 return
             consumer.assign([TopicPartition(topic, index, start)])
             yield from self._consume(consumer, topic, index, start, end, partition, on_data_loss)
+
+    def _low_watermark(self, consumer: Any, topic: str, index: int) -> int:
+        """First available offset; a pooled consumer may not know a partition added since it last looked."""
+        for attempt in range(10):
+            try:
+                low, _high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, index), timeout=self.request_timeout_s
+                )
+                return int(low)
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError._UNKNOWN_PARTITION or attempt == 9:
+                    raise
+                consumer.list_topics(topic, timeout=self.request_timeout_s)  # refresh metadata
+                time.sleep(0.2)
+        raise AssertionError("unreachable")
 
     def _consume(
         self, consumer: Any, topic: str, index: int, start: int, end: int, partition: str, on_data_loss: DataLossHandler

@@ -12,7 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from spyt_queue.committer import Committer
 from spyt_queue.errors import ConsumerConflictError, DataLossError
 from spyt_queue.spark.partitions import DataLossPolicy
-from tests.conformance.harness import Harness, KafkaHarness, YtHarness
+from tests.backends.harness import Harness, KafkaHarness, YtHarness
 
 
 @pytest.fixture(params=["yt", "kafka"])

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Installs what the local Kafka broker (integration/kafka_broker.py) and the Spark-Kafka benchmark need:
+# Apache Kafka's runtime jars and Spark's spark-sql-kafka-0-10 jars, resolved by Maven from Maven Central
+# into integration/target/{kafka-libs,spark-kafka-libs}.
+#
+#   integration/install.sh               # both jar sets
+#   integration/install.sh --kafka-only  # just the broker
+#   integration/install.sh --force       # resolve again even if up to date
+#
+# Idempotent: a set whose stamp matches pom.xml is left alone (a no-op run takes well under a second).
+# Works offline once ~/.m2 holds the artifacts (Maven is tried with -o first).
+# Needs Java 17+ and Maven; if either is missing and apt-get is usable as root, installs
+# Debian's openjdk-17-jdk-headless / maven.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+POM="$HERE/pom.xml"
+TARGET="$HERE/target"
+LOG="$TARGET/install.log"
+
+KAFKA_ONLY=0
+FORCE=0
+for arg in "$@"; do
+  case "$arg" in
+    --kafka-only) KAFKA_ONLY=1 ;;
+    --force) FORCE=1 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "install.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+say() { printf '[kafka install] %s\n' "$*"; }
+die() { printf '[kafka install] ERROR: %s\n' "$*" >&2; exit 1; }
+
+java_major() {
+  # prints the major version of the given java, or nothing
+  "$1" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9]*\)\(\.\([0-9]*\)\)\{0,1\}.*/\1 \3/p' | head -n1 |
+    awk '{ if ($1 == 1) print $2; else print $1 }'
+}
+
+find_java() {
+  local cand
+  for cand in ${JAVA_HOME:+"$JAVA_HOME/bin/java"} "$(command -v java || true)"; do
+    [ -n "$cand" ] && [ -x "$cand" ] || continue
+    if [ "$(java_major "$cand")" -ge 17 ] 2>/dev/null; then echo "$cand"; return 0; fi
+  done
+  return 1
+}
+
+apt_install() {
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian package(s): $* (apt-get)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; } \
+      >"${TMPDIR:-/tmp}/kafka-install-apt.log" 2>&1 \
+      || die "apt-get install $* failed; see ${TMPDIR:-/tmp}/kafka-install-apt.log"
+  else
+    return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------- prerequisites
+JAVA="$(find_java || true)"
+if [ -z "$JAVA" ]; then
+  apt_install openjdk-17-jdk-headless || die "Java 17+ not found (set JAVA_HOME or put java on PATH)"
+  JAVA="$(find_java || true)"
+  [ -n "$JAVA" ] || die "Java 17+ still not found after installing openjdk-17-jdk-headless"
+fi
+if ! command -v mvn >/dev/null 2>&1; then
+  apt_install maven || die "Maven (mvn) not found; install Maven 3.6+"
+fi
+# Let Maven run on the same JDK we checked.
+export JAVA_HOME="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$JAVA")")")}"
+say "java: $JAVA (Java $(java_major "$JAVA")), maven: $(mvn -v 2>/dev/null | head -n1 | sed 's/\x1b\[[0-9;]*m//g')"
+
+mkdir -p "$TARGET"
+: >"$LOG"
+POM_SUM="$(sha256sum "$POM" | cut -c1-16)"
+
+# resolve NAME DIR [maven args...]: copy one jar set into DIR unless its stamp says it is current.
+resolve() {
+  local name="$1" dir="$2"; shift 2
+  local stamp="$dir/.installed"
+  if [ "$FORCE" = 0 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$POM_SUM" ] \
+     && compgen -G "$dir/*.jar" >/dev/null; then
+    say "$name: up to date ($(ls "$dir"/*.jar | wc -l) jars in ${dir#"$HERE"/})"
+    return 0
+  fi
+  say "$name: resolving jars with Maven ..."
+  local t0=$SECONDS tmp="$dir.tmp"
+  rm -rf "$tmp"
+  local mvn_args=(-B -q -f "$POM" "-Dlibs.dir=$tmp" -Dstyle.color=never "$@" dependency:copy-dependencies)
+  {
+    echo "== $name: mvn -o ${mvn_args[*]}"
+  } >>"$LOG"
+  if ! mvn -o "${mvn_args[@]}" >>"$LOG" 2>&1; then
+    say "$name: not all artifacts in the local Maven repository yet; downloading from Maven Central ..."
+    echo "== $name: mvn ${mvn_args[*]}" >>"$LOG"
+    rm -rf "$tmp"
+    if ! mvn "${mvn_args[@]}" >>"$LOG" 2>&1; then
+      sed 's/\x1b\[[0-9;]*m//g' "$LOG" | grep -E '^\[ERROR\] .*(resolve|plugin|Could not|artifact|Failure|transfer)' \
+        | awk '!seen[$0]++' | head -n 10 >&2 || true
+      die "$name: Maven could not resolve the jars from Maven Central or ~/.m2 (is the network up?" \
+          "full log: $LOG)"
+    fi
+  fi
+  compgen -G "$tmp/*.jar" >/dev/null || die "$name: Maven succeeded but copied no jars (log: $LOG)"
+  rm -rf "$dir"
+  mv "$tmp" "$dir"
+  echo "$POM_SUM" >"$stamp"
+  say "$name: $(ls "$dir"/*.jar | wc -l) jars, $(du -sh "$dir" | cut -f1) in ${dir#"$HERE"/} ($((SECONDS - t0))s)"
+}
+
+resolve "Kafka broker" "$TARGET/kafka-libs" -P kafka
+if [ "$KAFKA_ONLY" = 0 ]; then
+  resolve "Spark Kafka source" "$TARGET/spark-kafka-libs" -P spark-kafka
+fi
+
+# ------------------------------------------------------------------------------------------ smoke check
+CORE="$(ls "$TARGET"/kafka-libs/kafka_2.13-*.jar 2>/dev/null | head -n1)"
+[ -n "$CORE" ] || die "kafka_2.13 jar missing from $TARGET/kafka-libs"
+VERSION="$("$JAVA" -Xmx128m -cp "$TARGET/kafka-libs/*" kafka.Kafka --version 2>>"$LOG" | tail -n1)" \
+  || die "the Kafka jars do not run (java -cp ... kafka.Kafka --version failed; log: $LOG)"
+say "done: Apache Kafka $VERSION ready; start one with: python integration/kafka_broker.py --port 9092"

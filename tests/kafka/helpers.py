@@ -1,0 +1,131 @@
+"""Helpers for the Kafka adapter tests: topics, producing, running queries, reading group offsets."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+
+@dataclass
+class Topic:
+    """A fresh topic on the session broker, with a group name and a checkpoint for queries reading it."""
+
+    bootstrap: str
+    checkpoint: str
+    partitions: int = 2
+    name: str = field(default_factory=lambda: f"t-{uuid.uuid4().hex[:10]}")
+    group: str = field(default_factory=lambda: f"g-{uuid.uuid4().hex[:10]}")
+    next_id: int = 0
+
+    def __post_init__(self) -> None:
+        self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.admin.create_topics([NewTopic(self.name, self.partitions, 1)])[self.name].result(30)
+        self.wait_partitions(self.partitions)
+
+    def wait_partitions(self, total: int) -> None:
+        """Wait until the broker's metadata shows ``total`` partitions."""
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            topic = self.admin.list_topics(self.name, timeout=10).topics.get(self.name)
+            if topic is not None and topic.error is None and len(topic.partitions) >= total:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"{self.name} did not reach {total} partitions")
+
+    def produce(
+        self,
+        count: int,
+        partition: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+        timestamp_ms: int | None = None,
+    ) -> list[int]:
+        """Produce ``count`` records with fresh ids (round-robin over partitions unless one is given)."""
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
+        ids = []
+        for i in range(count):
+            ident = self.next_id
+            self.next_id += 1
+            target = partition if partition is not None else i % self.partitions
+            kwargs: dict[str, Any] = {"value": str(ident).encode(), "key": f"k{ident}".encode(), "partition": target}
+            if headers:
+                kwargs["headers"] = headers
+            if timestamp_ms is not None:
+                kwargs["timestamp"] = timestamp_ms
+            producer.produce(self.name, **kwargs)
+            ids.append(ident)
+        assert producer.flush(30) == 0
+        return ids
+
+    def add_partitions(self, total: int) -> None:
+        """Grow the topic to ``total`` partitions."""
+        self.admin.create_partitions([NewPartitions(self.name, total)])[self.name].result(30)
+        self.partitions = total
+        self.wait_partitions(total)
+
+    def delete_records(self, partition: int, before: int) -> None:
+        """What retention does: delete the records before offset ``before``."""
+        for future in self.admin.delete_records([TopicPartition(self.name, partition, before)]).values():
+            future.result(30)
+
+    def group_offsets(self) -> dict[int, int]:
+        """The consumer group's committed offsets, as the broker's admin API reports them."""
+        request = ConsumerGroupTopicPartitions(
+            self.group, [TopicPartition(self.name, p) for p in range(self.partitions)]
+        )
+        result = self.admin.list_consumer_group_offsets([request])[self.group].result(30)
+        return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+    def ends(self) -> dict[int, int]:
+        """High watermark per partition."""
+        from confluent_kafka.admin import OffsetSpec
+
+        futures = self.admin.list_offsets(
+            {TopicPartition(self.name, p): OffsetSpec.latest() for p in range(self.partitions)}
+        )
+        return {tp.partition: f.result(30).offset for tp, f in futures.items()}
+
+    def stream(self, spark: Any, **options: Any) -> Any:
+        """A streaming DataFrame over the topic, committing to this topic's group."""
+        reader = (
+            spark.readStream.format("ytqueue")
+            .option("kafka.bootstrap.servers", self.bootstrap)
+            .option("subscribe", self.name)
+            .option("kafka.group.id", self.group)
+        )
+        for key, value in options.items():
+            reader = reader.option(key, str(value))
+        return reader.load()
+
+
+def run_to_files(
+    df: Any, checkpoint: str, path: str, available_now: bool = True, timeout: float = 120, **options: Any
+) -> Any:
+    """Run ``df`` (cast to strings) into a parquet directory until done; returns the finished query.
+
+    The file sink recovers from its checkpoint (the memory sink does not), so restarts can be tested.
+    """
+    writer = (
+        df.selectExpr("cast(key as string) as key", "cast(value as string) as value", "partition", "offset")
+        .writeStream.format("parquet")
+        .option("path", path)
+        .option("checkpointLocation", checkpoint)
+    )
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(once=True)
+    query = writer.start()
+    query.awaitTermination(timeout)
+    if query.isActive:
+        query.stop()
+        raise AssertionError("query did not finish in time")
+    if query.exception() is not None:
+        raise query.exception()
+    return query
+
+
+def ids_in(spark: Any, path: str) -> list[int]:
+    """Ids (record values) written to a parquet output directory, duplicates included."""
+    return sorted(int(r.value) for r in spark.read.parquet(path).collect())

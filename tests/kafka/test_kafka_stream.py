@@ -1,0 +1,192 @@
+"""The Kafka adapter on a real local Spark against a real Apache Kafka broker (KRaft)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+
+import pytest
+
+from tests.kafka.helpers import Topic, ids_in, run_to_files
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def topic(kafka_bootstrap, checkpoint) -> Topic:
+    return Topic(kafka_bootstrap, checkpoint)
+
+
+@pytest.fixture
+def out(tmp_path) -> callable:
+    """A fresh output directory per query run of a test."""
+    counter = iter(range(100))
+    return lambda: str(tmp_path / f"out-{next(counter)}")
+
+
+def test_rows_use_sparks_kafka_schema(spark, topic) -> None:
+    df = topic.stream(spark, startingOffsets="earliest", includeHeaders="true")
+    assert [f.name for f in df.schema.fields] == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "headers",
+    ]
+
+
+def test_available_now_commits_group_offsets_after_the_sink(spark, topic, out) -> None:
+    ids = topic.produce(40)
+    path = out()
+    run_to_files(topic.stream(spark, startingOffsets="earliest", max_rows_per_partition=7), topic.checkpoint, path)
+    assert ids_in(spark, path) == ids
+    assert topic.group_offsets() == topic.ends() == {0: 20, 1: 20}
+
+
+def test_resume_from_checkpoint_and_from_group_after_checkpoint_deleted(spark, topic, out) -> None:
+    first = topic.produce(10)
+    path = out()
+    run_to_files(topic.stream(spark, startingOffsets="earliest"), topic.checkpoint, path)
+    second = topic.produce(10)
+    run_to_files(topic.stream(spark), topic.checkpoint, path)
+    assert ids_in(spark, path) == first + second
+    shutil.rmtree(topic.checkpoint)
+    third = topic.produce(10)
+    fresh = out()
+    run_to_files(topic.stream(spark, startingOffsets="group"), topic.checkpoint, fresh)
+    assert ids_in(spark, fresh) == third
+
+
+def test_max_offsets_per_trigger_split_by_backlog(spark, topic, out) -> None:
+    topic.produce(30, partition=0)
+    topic.produce(10, partition=1)
+    query = run_to_files(
+        topic.stream(spark, startingOffsets="earliest", maxOffsetsPerTrigger=8), topic.checkpoint, out()
+    )
+    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    assert [p["numInputRows"] for p in batches] == [8, 8, 8, 8, 8]
+    first = batches[0]["sources"][0]
+    end = json.loads(first["endOffset"])["partitions"]
+    assert end == {f"{topic.name}:0": 6, f"{topic.name}:1": 2}
+
+
+def test_min_offsets_per_trigger_waits_then_fires_after_max_delay(spark, topic) -> None:
+    """Fewer new records than minOffsetsPerTrigger: no batch until maxTriggerDelay (counted from the query start)."""
+    topic.produce(3)
+    df = topic.stream(spark, startingOffsets="earliest", minOffsetsPerTrigger=100, maxTriggerDelay="6s")
+    query = (
+        df.writeStream.format("memory")
+        .queryName("k4")
+        .option("checkpointLocation", topic.checkpoint)
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        started = time.time()
+        time.sleep(2.5)
+        early = spark.sql("select * from k4").count()
+        while time.time() - started < 60 and spark.sql("select * from k4").count() < 3:
+            time.sleep(0.5)
+        waited = time.time() - started
+        final = spark.sql("select * from k4").count()
+    finally:
+        query.stop()
+    assert early == 0, "fewer than minOffsetsPerTrigger records must not fire a batch before maxTriggerDelay"
+    assert final == 3
+    assert waited >= 3.5, "the batch must wait for maxTriggerDelay"
+
+
+def test_retention_deleted_records_fail_or_skip(spark, topic, out) -> None:
+    topic.produce(10, partition=0)
+    path = out()
+    run_to_files(topic.stream(spark, startingOffsets="earliest"), topic.checkpoint, path)
+    topic.produce(10, partition=0)
+    topic.delete_records(0, 14)
+    with pytest.raises(Exception, match=r"\[10, 14\)"):
+        run_to_files(topic.stream(spark), topic.checkpoint, path)
+    run_to_files(topic.stream(spark, failOnDataLoss="false"), topic.checkpoint, path)
+    assert ids_in(spark, path) == list(range(10)) + list(range(14, 20))
+
+
+def test_partitions_added_mid_stream_are_read(spark, topic, out) -> None:
+    first = topic.produce(4)
+    path = out()
+    run_to_files(topic.stream(spark, startingOffsets="earliest"), topic.checkpoint, path)
+    topic.add_partitions(4)
+    more = topic.produce(8)
+    run_to_files(topic.stream(spark), topic.checkpoint, path)
+    assert ids_in(spark, path) == first + more
+    assert topic.group_offsets() == topic.ends()
+
+
+def test_headers_round_trip(spark, topic) -> None:
+    topic.produce(2, headers=[("trace", b"abc"), ("n", b"1")])
+    df = topic.stream(spark, startingOffsets="earliest", includeHeaders="true")
+    query = df.writeStream.format("memory").queryName("k7").option("checkpointLocation", topic.checkpoint)
+    query = query.trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    rows = spark.sql("select headers from k7").collect()
+    assert [[(h.key, bytes(h.value)) for h in r.headers] for r in rows] == [[("trace", b"abc"), ("n", b"1")]] * 2
+
+
+def test_aborted_transactions_invisible_under_read_committed(spark, topic, out) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": topic.bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic.name, value=b"1000", partition=0)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic.name, value=b"2000", partition=0)
+    producer.commit_transaction(30)
+    df = topic.stream(spark, startingOffsets="earliest", **{"kafka.isolation.level": "read_committed"})
+    path = out()
+    run_to_files(df, topic.checkpoint, path)
+    assert ids_in(spark, path) == [2000]
+
+
+def test_sink_round_trip(spark, topic, tmp_path) -> None:
+    target = Topic(topic.bootstrap, str(tmp_path / "out"))
+    src = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(50)], "key string, value string")
+    (
+        src.write.format("ytqueue")
+        .mode("append")
+        .option("kafka.bootstrap.servers", topic.bootstrap)
+        .option("topic", target.name)
+        .save()
+    )
+    path = str(tmp_path / "files")
+    run_to_files(target.stream(spark, startingOffsets="earliest"), target.checkpoint, path)
+    rows = spark.read.parquet(path).collect()
+    assert sorted((r.key, r.value) for r in rows) == sorted((f"k{i}", f"v{i}") for i in range(50))
+
+
+def test_streaming_sink_writes_each_batch(spark, topic, tmp_path) -> None:
+    topic.produce(20)
+    target = Topic(topic.bootstrap, str(tmp_path / "out2"))
+    query = (
+        topic.stream(spark, startingOffsets="earliest")
+        .selectExpr("key", "value")
+        .writeStream.format("ytqueue")
+        .option("kafka.bootstrap.servers", topic.bootstrap)
+        .option("topic", target.name)
+        .option("checkpointLocation", str(tmp_path / "sink-chk"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert sum(target.ends().values()) == 20
+
+
+def test_invalid_options_fail_before_start(spark, topic) -> None:
+    with pytest.raises(Exception, match="exactly one of subscribe"):
+        spark.readStream.format("ytqueue").option("kafka.bootstrap.servers", topic.bootstrap).load()
+    with pytest.raises(Exception, match=r"kafka\.auto\.offset\.reset"):
+        topic.stream(spark, **{"kafka.auto.offset.reset": "earliest"}).writeStream.format("noop").start()
