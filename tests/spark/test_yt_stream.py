@@ -150,3 +150,105 @@ def test_batch_read_between_offsets(spark, pipe) -> None:
     )
     assert df.count() == 18
     assert sorted(r.id for r in df.collect())[:2] == [1, 3]
+
+
+def test_lag_from_progress_and_status_command(spark, pipe) -> None:
+    from typer.testing import CliRunner
+
+    from spyt_queue.cli import app
+    from spyt_queue.lag import lag_from_progress
+
+    pipe.produce(30)
+    query = pipe.run(spark, max_rows_per_partition=5)
+    last = next(p for p in query.recentProgress if p["numInputRows"] > 0)
+    lag = lag_from_progress(last)
+    assert lag == {"0": 10, "1": 10}  # first batch read 5 of 15 rows per tablet
+    result = CliRunner().invoke(
+        app, ["status", "--queue", pipe.queue, "--consumer", pipe.consumer, "--proxy", pipe.proxy]
+    )
+    assert result.exit_code == 0, result.output
+    import re
+
+    for tablet in ("0", "1"):  # partition, committed, first row, end, lag
+        assert re.search(rf"│\s+{tablet}\s+│\s+15\s+│\s+0\s+│\s+15\s+│\s+0\s+│", result.output), result.output
+    assert re.search(r"total\s+│\s+│\s+│\s+30\s+│\s+0\s+│", result.output), result.output
+
+
+def test_composite_types_as_nested_spark_types(spark, yt, yt_proxy, yt_root) -> None:
+    from spyt_queue.yt.admin import create_consumer
+
+    queue, consumer = f"{yt_root}/typed", f"{yt_root}/typed_consumer"
+    schema = [
+        {"name": "tags", "type_v3": {"type_name": "list", "item": "string"}},
+        {
+            "name": "point",
+            "type_v3": {
+                "type_name": "struct",
+                "members": [
+                    {"name": "x", "type": "int64"},
+                    {"name": "y", "type": {"type_name": "optional", "item": "double"}},
+                ],
+            },
+        },
+        {"name": "attrs", "type_v3": {"type_name": "dict", "key": "string", "value": "int32"}},
+        {"name": "maybe", "type_v3": {"type_name": "optional", "item": "int64"}},
+        {"name": "day", "type_v3": "date"},
+        {"name": "at", "type_v3": "timestamp"},
+        {"name": "blob", "type_v3": {"type_name": "optional", "item": "yson"}},
+    ]
+    yt.create("table", queue, attributes={"dynamic": True, "schema": schema})
+    yt.mount_table(queue, sync=True)
+    create_consumer(yt, consumer, queue)
+    yt.insert_rows(
+        queue,
+        [
+            {
+                "tags": ["a", "b"],
+                "point": {"x": 1, "y": 2.5},
+                "attrs": [["k", 7]],
+                "maybe": None,
+                "day": 19000,
+                "at": 1_700_000_000_123_456,
+                "blob": {"any": [1, "two"]},
+            }
+        ],
+    )
+
+    def read(v3: bool):
+        return (
+            spark.read.format("ytqueue")
+            .option("proxy", yt_proxy)
+            .option("parsing_type_v3", str(v3).lower())
+            .load(queue)
+        )
+
+    nested = read(True)
+    assert nested.schema.simpleString() == (
+        "struct<tags:array<string>,point:struct<x:bigint,y:double>,attrs:map<string,int>,maybe:bigint,"
+        "day:date,at:timestamp,blob:binary>"
+    )
+    row = nested.collect()[0]
+    assert row.tags == ["a", "b"] and row.point.x == 1 and row.point.y == 2.5 and row.attrs == {"k": 7}
+    assert row.maybe is None and str(row.day) == "2022-01-08"
+    import yt.yson as yson
+
+    assert yson.loads(bytes(row.blob)) == {"any": [1, "two"]}
+    flat = read(False)
+    assert flat.schema["tags"].dataType.simpleString() == "binary"
+    assert yson.loads(bytes(flat.collect()[0].tags)) == ["a", "b"]
+
+
+def test_schema_mismatch_is_reported_before_writing(spark, pipe) -> None:
+    df = spark.createDataFrame([(1, "x")], "id string, unknown string")
+    with pytest.raises(Exception, match=r"(?s)column 'id' is string.*column 'unknown'.*Nothing was written"):
+        df.write.format("ytqueue").mode("append").option("proxy", pipe.proxy).option("path", pipe.output).save()
+    assert pipe.output_ids() == []
+
+
+def test_bad_options_name_the_option(spark, pipe) -> None:
+    with pytest.raises(Exception, match="max_rows_per_partition"):
+        pipe.run(spark, max_rows_per_partition="lots")
+    with pytest.raises(Exception, match="consumer_path"):
+        spark.readStream.format("ytqueue").option("proxy", pipe.proxy).load(pipe.queue).writeStream.format(
+            "noop"
+        ).start().awaitTermination(60)

@@ -1,0 +1,477 @@
+"""The HTTP API v4 command registry (descriptors as the YTsaurus driver registers them) and handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import yt.yson as yson
+
+from spyt_queue.local import ids, producer, queues, reads
+from spyt_queue.local.errors import YtError
+from spyt_queue.local.formats import (
+    Format,
+    decode_rows,
+    decode_structured,
+    parse_format,
+)
+from spyt_queue.local.state import State, normalize_path
+from spyt_queue.local.ypath import RichPath, parse_rich_path
+
+NULL, STRUCTURED, TABULAR = "null", "structured", "tabular"
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """``{name, input_type, output_type, is_volatile, is_heavy}`` of ``GET /api/v4``."""
+
+    name: str
+    input_type: str
+    output_type: str
+    is_volatile: bool
+    is_heavy: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The registry entry."""
+        return {"name": self.name, "input_type": self.input_type, "output_type": self.output_type,
+                "is_volatile": self.is_volatile, "is_heavy": self.is_heavy}
+
+
+@dataclass
+class Request:
+    """One command invocation."""
+
+    name: str
+    params: dict[str, Any]
+    body: bytes
+    header_format: str
+
+
+@dataclass
+class Result:
+    """A command result: a structured value, or a stream of already-encoded tabular chunks."""
+
+    value: Any = None
+    chunks: Iterator[bytes] | None = None
+    output_format: Format | None = None
+    response_parameters: dict[str, Any] = field(default_factory=dict)
+
+
+# Values from yt/yt/client/driver/driver.cpp (API v4).
+DESCRIPTORS = [
+    Descriptor("start_transaction", NULL, STRUCTURED, True, False),
+    Descriptor("ping_transaction", NULL, STRUCTURED, True, False),
+    Descriptor("commit_transaction", NULL, STRUCTURED, True, False),
+    Descriptor("abort_transaction", NULL, STRUCTURED, True, False),
+    Descriptor("generate_timestamp", NULL, STRUCTURED, False, False),
+    Descriptor("create", NULL, STRUCTURED, True, False),
+    Descriptor("get", NULL, STRUCTURED, False, False),
+    Descriptor("list", NULL, STRUCTURED, False, False),
+    Descriptor("exists", NULL, STRUCTURED, False, False),
+    Descriptor("remove", NULL, STRUCTURED, True, False),
+    Descriptor("set", STRUCTURED, STRUCTURED, True, False),
+    Descriptor("insert_rows", TABULAR, STRUCTURED, True, True),
+    Descriptor("delete_rows", TABULAR, STRUCTURED, True, True),
+    Descriptor("trim_rows", NULL, STRUCTURED, True, True),
+    Descriptor("select_rows", NULL, TABULAR, False, True),
+    Descriptor("lookup_rows", TABULAR, TABULAR, False, True),
+    Descriptor("mount_table", NULL, STRUCTURED, True, False),
+    Descriptor("unmount_table", NULL, STRUCTURED, True, False),
+    Descriptor("remount_table", NULL, STRUCTURED, True, False),
+    Descriptor("freeze_table", NULL, STRUCTURED, True, False),
+    Descriptor("unfreeze_table", NULL, STRUCTURED, True, False),
+    Descriptor("reshard_table", NULL, STRUCTURED, True, False),
+    Descriptor("get_tablet_infos", NULL, STRUCTURED, True, False),
+    Descriptor("register_queue_consumer", NULL, STRUCTURED, True, False),
+    Descriptor("unregister_queue_consumer", NULL, STRUCTURED, True, False),
+    Descriptor("list_queue_consumer_registrations", NULL, STRUCTURED, False, False),
+    Descriptor("pull_queue", NULL, TABULAR, False, True),
+    Descriptor("pull_consumer", NULL, TABULAR, False, True),
+    Descriptor("pull_queue_consumer", NULL, TABULAR, False, True),
+    Descriptor("advance_consumer", NULL, STRUCTURED, True, False),
+    Descriptor("advance_queue_consumer", NULL, STRUCTURED, True, False),
+    Descriptor("create_queue_producer_session", NULL, STRUCTURED, True, False),
+    Descriptor("remove_queue_producer_session", NULL, STRUCTURED, True, False),
+    # The driver declares no input; yt.wrapper forces "tabular" for it (YT-23538) and sends rows in the body.
+    Descriptor("push_queue_producer", NULL, STRUCTURED, True, False),
+]
+BY_NAME = {d.name: d for d in DESCRIPTORS}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Parameter helpers
+
+
+def _get(params: dict[str, Any], name: str, default: Any = None) -> Any:
+    value = params.get(name, default)
+    return None if isinstance(value, yson.YsonEntity) else value
+
+
+def _required(params: dict[str, Any], name: str) -> Any:
+    value = _get(params, name)
+    if value is None:
+        raise YtError(f"Error parsing parameters: missing required parameter {name!r}",
+                      attributes={"parameter": name})
+    return value
+
+
+def _int(params: dict[str, Any], name: str, default: int | None = None, required: bool = False) -> int | None:
+    value = _required(params, name) if required else _get(params, name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise YtError(f"Error parsing parameter {name!r}: expected an integer")
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise YtError(f"Error parsing parameter {name!r}: expected an integer, got {value!r}") from None
+
+
+def _bool(params: dict[str, Any], name: str, default: bool = False) -> bool:
+    value = _get(params, name, default)
+    if isinstance(value, str):
+        if value.lower() in ("true", "1"):
+            return True
+        if value.lower() in ("false", "0"):
+            return False
+        raise YtError(f"Error parsing parameter {name!r}: expected a boolean, got {value!r}")
+    return bool(value)
+
+
+def _str(params: dict[str, Any], name: str) -> str:
+    value = _required(params, name)
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    return str(value)
+
+
+def _path(params: dict[str, Any], name: str = "path") -> RichPath:
+    return parse_rich_path(_required(params, name), name)
+
+
+def _plain_path(params: dict[str, Any], name: str = "path") -> str:
+    return normalize_path(_path(params, name).path)
+
+
+def _attributes_list(params: dict[str, Any]) -> list[str] | None:
+    value = _get(params, "attributes")
+    if value is None:
+        return None
+    if isinstance(value, dict):  # the {keys=[...]} attribute filter form
+        value = value.get("keys", [])
+    return [str(v) for v in value]
+
+
+def _output_format(params: dict[str, Any]) -> Format:
+    spec = _get(params, "output_format")
+    return parse_format(spec, "output_format") if spec is not None else Format("json", {})
+
+
+def _input_format(params: dict[str, Any], default: str = "yson") -> Format:
+    spec = _get(params, "input_format")
+    return parse_format(spec, "input_format") if spec is not None else Format(default, {})
+
+
+def _tx(state: State, params: dict[str, Any]) -> Any:
+    tx_id = _get(params, "transaction_id")
+    return state.transaction_for(str(tx_id)) if tx_id is not None else None
+
+
+def _master_tx_check(state: State, params: dict[str, Any]) -> None:
+    tx_id = _get(params, "transaction_id")
+    if tx_id is not None and str(tx_id) != "0-0-0-0":
+        state.transactions.get(str(tx_id))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Handlers
+
+
+def _start_transaction(state: State, req: Request) -> Result:
+    params = req.params
+    if _get(params, "parent_id") not in (None, "0-0-0-0") or _get(params, "transaction_id") not in (None, "0-0-0-0"):
+        raise YtError("Nested transactions are not supported by the local server")
+    kind = str(_get(params, "type", "master"))
+    attributes = _get(params, "attributes") or {}
+    tx = state.transactions.start(kind, _int(params, "timeout"), dict(attributes))
+    return Result({"transaction_id": tx.id})
+
+
+def _ping_transaction(state: State, req: Request) -> Result:
+    state.transactions.ping(_str(req.params, "transaction_id"))
+    return Result({})
+
+
+def _commit_transaction(state: State, req: Request) -> Result:
+    tx = state.transactions.finish(_str(req.params, "transaction_id"))
+    if tx.type == "master":
+        return Result({})
+    commit_ts = state.commit(tx)
+    return Result({"primary_commit_timestamp": yson.YsonUint64(commit_ts),
+                   "commit_timestamps": {}})
+
+
+def _abort_transaction(state: State, req: Request) -> Result:
+    tx_id = _str(req.params, "transaction_id")
+    try:
+        state.transactions.finish(tx_id)
+    except YtError:
+        # The master answers {} for an absent transaction; tablet ones live in the proxy's sticky pool, which
+        # reports them as unknown.
+        try:
+            is_master = ids.object_type_of(tx_id) in (ids.TYPE_TRANSACTION, ids.TYPE_NESTED_TRANSACTION)
+        except ValueError:
+            is_master = False
+        if not is_master:
+            raise
+    return Result({})
+
+
+def _generate_timestamp(state: State, req: Request) -> Result:
+    return Result({"timestamp": yson.YsonUint64(state.timestamps.generate())})
+
+
+def _create(state: State, req: Request) -> Result:
+    params = req.params
+    _master_tx_check(state, params)
+    node_type = _str(params, "type")
+    path = _plain_path(params)
+    attributes = _get(params, "attributes") or {}
+    node_id = state.create(node_type, path, _bool(params, "recursive"), _bool(params, "ignore_existing"),
+                           _bool(params, "force"), dict(attributes))
+    return Result({"node_id": node_id})
+
+
+def _get_command(state: State, req: Request) -> Result:
+    _master_tx_check(state, req.params)
+    value = state.get(_path(req.params).path, _attributes_list(req.params))
+    return Result(value if _bool(req.params, "return_only_value") else {"value": value})
+
+
+def _list_command(state: State, req: Request) -> Result:
+    _master_tx_check(state, req.params)
+    value = state.list(_path(req.params).path, _attributes_list(req.params))
+    return Result(value if _bool(req.params, "return_only_value") else {"value": value})
+
+
+def _exists(state: State, req: Request) -> Result:
+    _master_tx_check(state, req.params)
+    return Result({"value": state.exists(_path(req.params).path)})
+
+
+def _remove(state: State, req: Request) -> Result:
+    _master_tx_check(state, req.params)
+    state.remove(_path(req.params).path, _bool(req.params, "recursive"), _bool(req.params, "force"))
+    return Result({})
+
+
+def _set(state: State, req: Request) -> Result:
+    _master_tx_check(state, req.params)
+    value = decode_structured(req.body, _input_format(req.params))
+    state.set(_path(req.params).path, value, _bool(req.params, "recursive"), _bool(req.params, "force"))
+    return Result({})
+
+
+def _modify_rows(state: State, req: Request, delete: bool) -> Result:
+    params = req.params
+    path = _plain_path(params)
+    rows = decode_rows(req.body, _input_format(params))
+    update = _bool(params, "update")
+    tx = _tx(state, params)
+    with state.lock:
+        node = state.dynamic_table(path)
+        table = node.table
+        assert table is not None
+    if table.ordered:
+        if delete:
+            raise YtError(f"Table {node.path} is not sorted")
+        table.schema.validate_rows(rows, node.path, ordered=True)
+    else:
+        table.schema.validate_rows(rows, node.path, ordered=False, keys_only=delete, partial=update)
+
+    def apply(target: Any) -> None:
+        if table.ordered:
+            state.buffer_ordered(target, node, rows)
+        else:
+            state.buffer_sorted(target, node, rows, delete=delete, update=update)
+
+    state.write(tx, apply)
+    return Result({})
+
+
+def _insert_rows(state: State, req: Request) -> Result:
+    return _modify_rows(state, req, delete=False)
+
+
+def _delete_rows(state: State, req: Request) -> Result:
+    return _modify_rows(state, req, delete=True)
+
+
+def _trim_rows(state: State, req: Request) -> Result:
+    params = req.params
+    state.trim_rows(_plain_path(params), _int(params, "tablet_index", required=True) or 0,
+                    _int(params, "trimmed_row_count", required=True) or 0)
+    return Result({})
+
+
+def _select_rows(state: State, req: Request) -> Result:
+    params = req.params
+    fmt = _output_format(params)
+    chunks = reads.select(state, _str(params, "query"), fmt, _tx(state, params), _get(params, "timestamp"),
+                          _int(params, "input_row_limit"), _int(params, "output_row_limit"),
+                          _bool(params, "fail_on_incomplete_result", True))
+    return Result(chunks=chunks, output_format=fmt)
+
+
+def _lookup_rows(state: State, req: Request) -> Result:
+    params = req.params
+    fmt = _output_format(params)
+    keys = decode_rows(req.body, _input_format(params))
+    column_names = _get(params, "column_names")
+    chunks = reads.lookup(state, _plain_path(params), keys, fmt, _tx(state, params), _get(params, "timestamp"),
+                          [str(c) for c in column_names] if column_names is not None else None,
+                          _bool(params, "keep_missing_rows"))
+    return Result(chunks=chunks, output_format=fmt)
+
+
+def _tablet_action(action: str) -> Callable[[State, Request], Result]:
+    def handler(state: State, req: Request) -> Result:
+        params = req.params
+        chosen = action
+        if action == "mount" and _bool(params, "freeze"):
+            chosen = "mount_frozen"
+        state.set_tablet_state(_plain_path(params), chosen, _int(params, "first_tablet_index"),
+                               _int(params, "last_tablet_index"))
+        return Result({})
+    return handler
+
+
+def _reshard_table(state: State, req: Request) -> Result:
+    params = req.params
+    state.reshard(_plain_path(params), _int(params, "tablet_count"), _get(params, "pivot_keys"),
+                  _get(params, "trimmed_row_counts"), _int(params, "first_tablet_index"),
+                  _int(params, "last_tablet_index"))
+    return Result({})
+
+
+def _get_tablet_infos(state: State, req: Request) -> Result:
+    indexes = _required(req.params, "tablet_indexes")
+    return Result(state.tablet_infos(_plain_path(req.params), [int(i) for i in indexes]))
+
+
+def _register(state: State, req: Request) -> Result:
+    params = req.params
+    partitions = _get(params, "partitions")
+    queues.register(state, _path(params, "queue_path"), _path(params, "consumer_path"),
+                    _bool(params, "vital"), list(partitions) if partitions is not None else None)
+    return Result({})
+
+
+def _unregister(state: State, req: Request) -> Result:
+    queues.unregister(state, _path(req.params, "queue_path"), _path(req.params, "consumer_path"))
+    return Result({})
+
+
+def _list_registrations(state: State, req: Request) -> Result:
+    params = req.params
+    queue = _path(params, "queue_path") if _get(params, "queue_path") is not None else None
+    consumer = _path(params, "consumer_path") if _get(params, "consumer_path") is not None else None
+    return Result(queues.list_registrations(state, queue, consumer))
+
+
+def _pull(with_consumer: bool) -> Callable[[State, Request], Result]:
+    def handler(state: State, req: Request) -> Result:
+        params = req.params
+        fmt = _output_format(params)
+        consumer = _path(params, "consumer_path") if with_consumer else None
+        chunks, response_parameters = queues.pull(
+            state, _path(params, "queue_path"), _int(params, "offset", required=not with_consumer),
+            _int(params, "partition_index", required=True) or 0, _int(params, "max_row_count"),
+            _int(params, "max_data_weight"), _int(params, "data_weight_per_row_hint"), fmt, consumer)
+        return Result(chunks=chunks, output_format=fmt, response_parameters=response_parameters)
+    return handler
+
+
+def _advance(state: State, req: Request) -> Result:
+    params = req.params
+    queues.advance(state, _path(params, "consumer_path"), _path(params, "queue_path"),
+                   _int(params, "partition_index", required=True) or 0, _int(params, "old_offset"),
+                   _int(params, "new_offset", required=True) or 0, _bool(params, "client_side", True),
+                   _tx(state, params))
+    return Result({})
+
+
+def _create_producer_session(state: State, req: Request) -> Result:
+    params = req.params
+    result = producer.create_session(state, _path(params, "producer_path"), _path(params, "queue_path"),
+                                     _str(params, "session_id"), _get(params, "user_meta"))
+    result["user_meta"] = producer.as_structured(result["user_meta"])
+    return Result(result)
+
+
+def _remove_producer_session(state: State, req: Request) -> Result:
+    params = req.params
+    producer.remove_session(state, _path(params, "producer_path"), _path(params, "queue_path"),
+                            _str(params, "session_id"))
+    return Result({})
+
+
+def _push_producer(state: State, req: Request) -> Result:
+    params = req.params
+    rows = decode_rows(req.body, _input_format(params))
+    result = producer.push(state, _path(params, "producer_path"), _path(params, "queue_path"),
+                           _str(params, "session_id"), _int(params, "epoch", required=True) or 0, rows,
+                           _int(params, "sequence_number"), _get(params, "user_meta"), _tx(state, params))
+    return Result(result)
+
+
+HANDLERS: dict[str, Callable[[State, Request], Result]] = {
+    "start_transaction": _start_transaction,
+    "ping_transaction": _ping_transaction,
+    "commit_transaction": _commit_transaction,
+    "abort_transaction": _abort_transaction,
+    "generate_timestamp": _generate_timestamp,
+    "create": _create,
+    "get": _get_command,
+    "list": _list_command,
+    "exists": _exists,
+    "remove": _remove,
+    "set": _set,
+    "insert_rows": _insert_rows,
+    "delete_rows": _delete_rows,
+    "trim_rows": _trim_rows,
+    "select_rows": _select_rows,
+    "lookup_rows": _lookup_rows,
+    "mount_table": _tablet_action("mount"),
+    "unmount_table": _tablet_action("unmount"),
+    "remount_table": _tablet_action("remount"),
+    "freeze_table": _tablet_action("freeze"),
+    "unfreeze_table": _tablet_action("unfreeze"),
+    "reshard_table": _reshard_table,
+    "get_tablet_infos": _get_tablet_infos,
+    "register_queue_consumer": _register,
+    "unregister_queue_consumer": _unregister,
+    "list_queue_consumer_registrations": _list_registrations,
+    "pull_queue": _pull(False),
+    "pull_consumer": _pull(True),
+    "pull_queue_consumer": _pull(True),
+    "advance_consumer": _advance,
+    "advance_queue_consumer": _advance,
+    "create_queue_producer_session": _create_producer_session,
+    "remove_queue_producer_session": _remove_producer_session,
+    "push_queue_producer": _push_producer,
+}
+
+assert set(HANDLERS) == set(BY_NAME), set(HANDLERS) ^ set(BY_NAME)
+
+
+def execute(state: State, req: Request) -> Result:
+    """Run one command; unknown commands fail as the driver does."""
+    handler = HANDLERS.get(req.name)
+    if handler is None:
+        raise YtError(f"Unknown command {req.name!r}", attributes={"command": req.name})
+    result = handler(state, req)
+    if result.chunks is None and result.output_format is None:
+        result.output_format = _output_format(req.params)
+    return result

@@ -1,0 +1,464 @@
+"""The Cypress subset: a tree of map, scalar, document and table nodes with attributes, persisted in SQLite.
+
+All methods run under the server's state lock (see :class:`spyt_queue.local.state.State`).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+import yt.yson as yson
+
+from spyt_queue.local import ids
+from spyt_queue.local.errors import ALREADY_EXISTS, RESOLVE_ERROR, YtError, resolve_error
+from spyt_queue.local.schema import TableSchema
+from spyt_queue.local.ypath import join, split_path
+
+SCALAR_TYPES = ("string_node", "int64_node", "uint64_node", "double_node", "boolean_node", "list_node",
+                "document")
+# Builtin attributes that ``set`` may not change.
+READ_ONLY_ATTRIBUTES = {
+    "id", "type", "path", "key", "parent_id", "creation_time", "modification_time", "access_time", "schema",
+    "dynamic", "sorted", "key_columns", "sorted_by", "tablet_state", "actual_tablet_state",
+    "expected_tablet_state", "tablet_count", "tablets", "pivot_keys", "row_count", "chunk_row_count",
+    "ref_counter", "owner", "count", "unmerged_row_count", "value",
+}
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class Tablet:
+    """One tablet of a dynamic table (for ordered tables: a queue partition)."""
+
+    index: int
+    tablet_id: str
+    state: str = "unmounted"
+    total_row_count: int = 0
+    trimmed_row_count: int = 0
+    last_write_ts: int = 0
+    cumulative_data_weight: int = 0
+    # Cache of the last chunk: (first_row, row_count, data), None = unknown, () = no chunk.
+    last_chunk: Any = None
+
+
+@dataclass
+class TableMeta:
+    """Dynamic-table state of a ``table`` node."""
+
+    schema: TableSchema
+    dynamic: bool
+    tablets: list[Tablet] = field(default_factory=list)
+    pivot_keys: list[Any] = field(default_factory=list)
+
+    @property
+    def ordered(self) -> bool:
+        """Ordered (queue) tables have no key columns."""
+        return not self.schema.sorted
+
+    def tablet_state(self) -> str:
+        """The aggregate ``@tablet_state``: the common state, or ``mixed``."""
+        states = {t.state for t in self.tablets}
+        if not states:
+            return "unmounted"
+        return states.pop() if len(states) == 1 else "mixed"
+
+
+@dataclass
+class Node:
+    """A Cypress node."""
+
+    path: str
+    id: str
+    type: str
+    attrs: dict[str, Any] = field(default_factory=dict)
+    sys: dict[str, Any] = field(default_factory=dict)
+    children: dict[str, Node] = field(default_factory=dict)
+    table: TableMeta | None = None
+
+    @property
+    def key(self) -> str:
+        """The node's name in its parent."""
+        return self.path.rsplit("/", 1)[-1] if self.path not in ("/", "") else ""
+
+
+class Cypress:
+    """The node tree; mutations persist through the write connection passed in."""
+
+    def __init__(self, id_generator: ids.IdGenerator) -> None:
+        self._ids = id_generator
+        self.root = Node("/", ids.format_id(0, ids.NODE_TYPE_CODES["map_node"], 0), "map_node",
+                         sys={"creation_time": _now(), "modification_time": _now()})
+        self.by_id: dict[str, Node] = {self.root.id: self.root}
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Persistence
+
+    def load(self, rows: list[tuple[str, str, str, bytes, bytes]]) -> None:
+        """Rebuild the tree from stored rows (parents first)."""
+        for path, node_id, node_type, sys_blob, attrs_blob in rows:
+            sys_data = yson.loads(sys_blob)
+            attrs = yson.loads(attrs_blob)
+            if path == "/":
+                self.root.sys = dict(sys_data)
+                self.root.attrs = dict(attrs)
+                continue
+            components, _ = split_path(path)
+            parent = self._walk(components[:-1], path)
+            node = Node(path, node_id, node_type, dict(attrs), dict(sys_data))
+            if node_type == "table":
+                table_sys = sys_data["table"]
+                node.table = TableMeta(TableSchema.from_storage(table_sys["schema"]), bool(table_sys["dynamic"]),
+                                       pivot_keys=list(table_sys.get("pivot_keys") or []))
+            parent.children[components[-1]] = node
+            self.by_id[node_id] = node
+
+    def persist(self, conn: sqlite3.Connection, node: Node) -> None:
+        """Write one node (and its table metadata) through ``conn``."""
+        sys_data = dict(node.sys)
+        if node.table is not None:
+            sys_data["table"] = {"schema": node.table.schema.to_storage(), "dynamic": node.table.dynamic,
+                                 "pivot_keys": node.table.pivot_keys}
+        conn.execute("INSERT OR REPLACE INTO nodes (path, id, type, sys, attrs) VALUES (?, ?, ?, ?, ?)",
+                     (node.path, node.id, node.type, yson.dumps(sys_data), yson.dumps(node.attrs)))
+
+    def persist_subtree(self, conn: sqlite3.Connection, node: Node) -> None:
+        """Write a node and all its descendants."""
+        self.persist(conn, node)
+        for child in node.children.values():
+            self.persist_subtree(conn, child)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Resolution
+
+    def _walk(self, components: list[str], full_path: str) -> Node:
+        node = self.root
+        if components and components[0].startswith("#"):
+            node = self.by_id.get(components[0][1:])
+            if node is None:
+                raise resolve_error(full_path, f"No such object {components[0][1:]}")
+            components = components[1:]
+        for index, name in enumerate(components):
+            if node.type == "map_node":
+                child = node.children.get(name)
+                if child is None:
+                    raise resolve_error(full_path, f"Node {self._display(node)} has no child with key \"{name}\"")
+                node = child
+            elif node.type in ("list_node", "document"):
+                raise YtError(f"Cannot resolve into node {self._display(node)} of type {node.type}: "
+                              "the local server stores scalar and document values as a whole",
+                              code=RESOLVE_ERROR)
+            else:
+                rest = "/".join(components[index:])
+                raise resolve_error(full_path, f"Node {self._display(node)} cannot have children "
+                                               f"(unexpected \"{rest}\")")
+        return node
+
+    @staticmethod
+    def _display(node: Node) -> str:
+        return node.path if node.path != "/" else "/"
+
+    def resolve(self, path: str) -> Node:
+        """The node at ``path`` (attribute suffix ignored); resolve error 500 if absent."""
+        components, _ = split_path(path)
+        return self._walk(components, path)
+
+    def find(self, path: str) -> Node | None:
+        """The node at ``path`` or ``None``."""
+        try:
+            return self.resolve(path)
+        except YtError as exc:
+            if exc.contains_code(RESOLVE_ERROR):
+                return None
+            raise
+
+    def resolve_table(self, path: str) -> Node:
+        """A table node at ``path``; error if the node is not a table."""
+        node = self.resolve(path)
+        if node.table is None:
+            raise YtError(f"Node {node.path} is not a table (it has type {node.type!r})",
+                          attributes={"path": node.path})
+        return node
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Attributes
+
+    def builtin_attributes(self, node: Node) -> dict[str, Any]:
+        """System attributes of a node as the local server models them."""
+        result: dict[str, Any] = {
+            "id": node.id, "type": node.type, "path": node.path, "key": node.key, "owner": "root",
+            "creation_time": node.sys.get("creation_time"), "modification_time": node.sys.get("modification_time"),
+            "access_time": node.sys.get("modification_time"), "ref_counter": 1, "account": "tmp",
+            "acl": [], "inherit_acl": True, "revision": 0,
+        }
+        if node.type == "map_node":
+            result["count"] = len(node.children)
+        table = node.table
+        if table is not None:
+            schema = table.schema
+            result.update({
+                "dynamic": table.dynamic, "schema": schema.to_yson(), "schema_mode": "strong",
+                "sorted": schema.sorted, "key_columns": schema.key_names, "optimize_for": "lookup",
+                "compression_codec": "lz4", "erasure_codec": "none", "replication_factor": 1,
+                "treat_as_queue_consumer": False, "treat_as_queue_producer": False,
+                "chunk_count": 0, "chunk_row_count": 0, "row_count": 0, "data_weight": 0,
+                "uncompressed_data_size": 0, "compressed_data_size": 0, "unique_keys": schema.unique_keys,
+            })
+            if schema.sorted:
+                result["sorted_by"] = schema.key_names
+            if table.dynamic:
+                state = table.tablet_state()
+                result.update({
+                    "tablet_state": state, "actual_tablet_state": state, "expected_tablet_state": state,
+                    "tablet_count": len(table.tablets), "tablet_cell_bundle": "default",
+                    "commit_ordering": "weak", "atomicity": "full", "in_memory_mode": "none",
+                    "enable_dynamic_store_read": True,
+                    "tablets": [self._tablet_info(table, t) for t in table.tablets],
+                })
+                if schema.sorted:
+                    result["pivot_keys"] = table.pivot_keys or [[]]
+                else:
+                    rows = sum(t.total_row_count - t.trimmed_row_count for t in table.tablets)
+                    result["chunk_row_count"] = rows
+                    result["row_count"] = rows
+        elif node.type in SCALAR_TYPES:
+            if node.type == "document":
+                result["value"] = node.sys.get("value")
+        return result
+
+    @staticmethod
+    def _tablet_info(table: TableMeta, tablet: Tablet) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "index": tablet.index, "tablet_id": tablet.tablet_id, "state": tablet.state,
+            "cell_id": ids.format_id(1, 700, 0), "statistics": {"uncompressed_data_size": 0},
+        }
+        if table.ordered:
+            info.update({"trimmed_row_count": tablet.trimmed_row_count,
+                         "flushed_row_count": tablet.total_row_count})
+        elif table.pivot_keys:
+            info["pivot_key"] = table.pivot_keys[tablet.index] if tablet.index < len(table.pivot_keys) else []
+        return info
+
+    def attributes(self, node: Node) -> dict[str, Any]:
+        """All attributes: builtin ones overridden by user-set ones."""
+        result = self.builtin_attributes(node)
+        result.update(node.attrs)
+        return result
+
+    def get_attribute(self, node: Node, attribute: list[str], full_path: str) -> Any:
+        """Value at ``@attribute[/sub/...]``."""
+        if not attribute:
+            return self.attributes(node)
+        name = attribute[0]
+        attrs = self.attributes(node)
+        if name not in attrs:
+            raise resolve_error(full_path, f"Attribute \"{name}\" is not found")
+        value = attrs[name]
+        for key in attribute[1:]:
+            if isinstance(value, dict) and key in value:
+                value = value[key]
+            elif isinstance(value, list) and key.lstrip("-").isdigit() and -len(value) <= int(key) < len(value):
+                value = value[int(key)]
+            else:
+                raise resolve_error(full_path, f"Node /{'/'.join(attribute)} has no child with key \"{key}\"")
+        return value
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Reads
+
+    def get(self, path: str, attributes: list[str] | None = None) -> Any:
+        """The ``get`` command value."""
+        components, attribute = split_path(path)
+        node = self._walk(components, path)
+        if attribute is not None:
+            return self.get_attribute(node, attribute, path)
+        return self._value(node, attributes, depth=0)
+
+    def _value(self, node: Node, attributes: list[str] | None, depth: int) -> Any:
+        if node.type == "map_node":
+            value: Any = {name: self._value(child, attributes, depth + 1) for name, child in node.children.items()}
+        elif node.type in SCALAR_TYPES:
+            value = copy.deepcopy(node.sys.get("value"))
+        else:
+            value = yson.YsonEntity()
+        if attributes:
+            available = self.attributes(node)
+            selected = {name: available[name] for name in attributes if name in available}
+            if selected:
+                value = yson.to_yson_type(value, attributes=selected)
+        return value
+
+    def list(self, path: str, attributes: list[str] | None = None) -> Any:
+        """The ``list`` command value."""
+        components, attribute = split_path(path)
+        node = self._walk(components, path)
+        if attribute is not None:
+            value = self.get_attribute(node, attribute, path)
+            if not isinstance(value, dict):
+                raise YtError(f"Attribute {path} cannot be listed: it is not a map")
+            return list(value)
+        if node.type != "map_node":
+            raise YtError(f"Node {node.path} of type {node.type!r} cannot be listed")
+        result = []
+        for name, child in node.children.items():
+            item: Any = name
+            if attributes:
+                available = self.attributes(child)
+                selected = {a: available[a] for a in attributes if a in available}
+                if selected:
+                    item = yson.to_yson_type(name, attributes=selected)
+            result.append(item)
+        return result
+
+    def exists(self, path: str) -> bool:
+        """The ``exists`` command value."""
+        try:
+            self.get(path) if "/@" in path else self.resolve(path)
+        except YtError as exc:
+            if exc.contains_code(RESOLVE_ERROR):
+                return False
+            raise
+        return True
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Mutations
+
+    def create(self, conn: sqlite3.Connection, node_type: str, path: str, *, recursive: bool,
+               ignore_existing: bool, force: bool, attributes: dict[str, Any],
+               table: TableMeta | None = None, value: Any = None) -> tuple[Node, bool]:
+        """Create a node; returns ``(node, created)``. ``table`` carries table metadata for tables."""
+        components, attribute = split_path(path)
+        if attribute is not None or not components or components[0].startswith("#"):
+            raise YtError(f"Cannot create a node at {path}")
+        parent = self._ensure_parent(conn, components, path, recursive)
+        name = components[-1]
+        existing = parent.children.get(name)
+        if existing is not None:
+            if ignore_existing and existing.type == node_type:
+                return existing, False
+            if ignore_existing:
+                raise YtError(f"{existing.path} already exists and has type \"{existing.type}\" while node of "
+                              f"\"{node_type}\" type is about to be created", code=ALREADY_EXISTS)
+            if not force:
+                raise YtError(f"Node {existing.path} already exists", code=ALREADY_EXISTS,
+                              attributes={"path": existing.path})
+            self.remove_node(conn, existing)
+        type_code = ids.NODE_TYPE_CODES.get(node_type, ids.TYPE_TABLE)
+        node = Node(join(components), self._ids.generate(type_code), node_type, dict(attributes),
+                    {"creation_time": _now(), "modification_time": _now()}, table=table)
+        if value is not None:
+            node.sys["value"] = value
+        parent.children[name] = node
+        self.by_id[node.id] = node
+        self.persist(conn, node)
+        return node, True
+
+    def _ensure_parent(self, conn: sqlite3.Connection, components: list[str], path: str,
+                       recursive: bool) -> Node:
+        node = self.root
+        for index, name in enumerate(components[:-1]):
+            if node.type != "map_node":
+                raise resolve_error(path, f"Node {self._display(node)} cannot have children")
+            child = node.children.get(name)
+            if child is None:
+                if not recursive:
+                    raise resolve_error(path, f"Node {self._display(node)} has no child with key \"{name}\"")
+                child = Node(join(components[:index + 1]), self._ids.generate(ids.NODE_TYPE_CODES["map_node"]),
+                             "map_node", sys={"creation_time": _now(), "modification_time": _now()})
+                node.children[name] = child
+                self.by_id[child.id] = child
+                self.persist(conn, child)
+            node = child
+        if node.type != "map_node":
+            raise resolve_error(path, f"Node {self._display(node)} cannot have children")
+        return node
+
+    def remove_node(self, conn: sqlite3.Connection, node: Node) -> list[Node]:
+        """Detach a node and its subtree; returns removed table nodes (their data is dropped by the caller)."""
+        if node is self.root:
+            raise YtError("Node / cannot be removed")
+        components, _ = split_path(node.path)
+        parent = self._walk(components[:-1], node.path)
+        parent.children.pop(components[-1], None)
+        removed_tables: list[Node] = []
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            self.by_id.pop(current.id, None)
+            if current.table is not None:
+                removed_tables.append(current)
+            stack.extend(current.children.values())
+        conn.execute("DELETE FROM nodes WHERE path = ? OR path LIKE ? ESCAPE '\\'",
+                     (node.path, _like_prefix(node.path)))
+        return removed_tables
+
+    def set_attribute(self, conn: sqlite3.Connection, node: Node, attribute: list[str], value: Any,
+                      full_path: str) -> None:
+        """``set //node/@name[/sub]``."""
+        if not attribute:
+            if not isinstance(value, dict):
+                raise YtError("Attributes must be a map")
+            for name in value:
+                if name in READ_ONLY_ATTRIBUTES:
+                    raise YtError(f"Builtin attribute \"{name}\" cannot be set")
+            node.attrs = dict(value)
+        else:
+            name = attribute[0]
+            if name in READ_ONLY_ATTRIBUTES:
+                raise YtError(f"Builtin attribute \"{name}\" cannot be set", attributes={"path": full_path})
+            if len(attribute) == 1:
+                node.attrs[name] = value
+            else:
+                if name not in node.attrs:
+                    raise resolve_error(full_path, f"Attribute \"{name}\" is not found")
+                target = node.attrs[name]
+                for key in attribute[1:-1]:
+                    if not isinstance(target, dict) or key not in target:
+                        raise resolve_error(full_path, f"Node has no child with key \"{key}\"")
+                    target = target[key]
+                if not isinstance(target, dict):
+                    raise YtError(f"Cannot set {full_path}: the parent is not a map")
+                target[attribute[-1]] = value
+        node.sys["modification_time"] = _now()
+        self.persist(conn, node)
+
+    def remove_attribute(self, conn: sqlite3.Connection, node: Node, attribute: list[str], full_path: str,
+                         force: bool) -> None:
+        """``remove //node/@name``."""
+        name = attribute[0] if attribute else ""
+        if len(attribute) != 1 or name not in node.attrs:
+            if force:
+                return
+            raise resolve_error(full_path, f"Attribute \"{name}\" is not found")
+        del node.attrs[name]
+        self.persist(conn, node)
+
+
+def _like_prefix(path: str) -> str:
+    escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.rstrip("/") + "/%"
+
+
+def node_type_for_value(value: Any) -> str:
+    """The scalar node type ``set`` creates for a value."""
+    if isinstance(value, bool):
+        return "boolean_node"
+    if isinstance(value, yson.YsonUint64):
+        return "uint64_node"
+    if isinstance(value, int):
+        return "int64_node"
+    if isinstance(value, float):
+        return "double_node"
+    if isinstance(value, (str, bytes)):
+        return "string_node"
+    if isinstance(value, list):
+        return "list_node"
+    if isinstance(value, dict):
+        return "map_node"
+    raise YtError(f"Cannot set a value of type {type(value).__name__}")

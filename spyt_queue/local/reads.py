@@ -1,0 +1,166 @@
+"""``select_rows`` and ``lookup_rows`` execution over sorted and ordered tables, streaming bounded memory."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+from spyt_queue.local import ordered, sorted_tables
+from spyt_queue.local.cypress import Node
+from spyt_queue.local.errors import YtError
+from spyt_queue.local.formats import Format, encode_row_stream
+from spyt_queue.local.query import Compiler, integer_bounds, parse_query, sort_key
+from spyt_queue.local.schema import ROW_INDEX, TABLET_INDEX, TableSchema, coerce_key_value, encode_key
+from spyt_queue.local.state import State, normalize_path
+from spyt_queue.local.transactions import Transaction
+
+DEFAULT_INPUT_ROW_LIMIT = 1_000_000
+DEFAULT_OUTPUT_ROW_LIMIT = 1_000_000
+
+
+def select(state: State, query_text: str, fmt: Format, tx: Transaction | None, timestamp: Any,
+           input_row_limit: int | None, output_row_limit: int | None,
+           fail_on_incomplete_result: bool) -> Iterator[bytes]:
+    """Plan and validate a query now (errors surface before any output), then stream its rows."""
+    query = parse_query(query_text)
+    input_limit = DEFAULT_INPUT_ROW_LIMIT if input_row_limit is None else int(input_row_limit)
+    output_limit = DEFAULT_OUTPUT_ROW_LIMIT if output_row_limit is None else int(output_row_limit)
+    with state.lock:
+        node = state.dynamic_table(normalize_path(query.path))
+        table = node.table
+        assert table is not None
+        state.validate_table_mounted(node, write=False)
+        schema = table.schema
+        column_types: dict[str, str] = {c.name: c.type for c in schema.columns}
+        if table.ordered:
+            column_types = {"$tablet_index": "int64", "$row_index": "int64", **column_types}
+        compiler = Compiler(column_types, query_text)
+        predicate = compiler.predicate(query.where) if query.where is not None else None
+        if query.projection is None:
+            output = [(name, name) for name in column_types]
+        else:
+            output = query.projection
+            for column, _alias in output:
+                compiler.column(column)
+        aliases = {alias: column for column, alias in output if alias != column}
+        for item in query.order_by:
+            if item.column not in column_types and item.column in aliases:
+                item.column = aliases[item.column]
+            compiler.column(item.column)
+        ts = state.read_timestamp(tx, timestamp)
+        if table.ordered:
+            ranges = _ordered_ranges(node, query.where)
+            total_input = sum(end - begin for _, begin, end in ranges)
+            source: Iterator[dict[bytes, Any]] = _ordered_rows(state, node.id, ranges)
+        else:
+            prefix = _sorted_prefix(schema, query.where)
+            total_input = state.storage.count_live_keys(node.id) if prefix is None else 0
+            source = sorted_tables.scan(state.storage, node.id, ts, prefix)
+    if total_input > input_limit and fail_on_incomplete_result:
+        raise YtError("Query terminated prematurely due to excessive input; consider rewriting your query or "
+                      "changing input limit", attributes={"input_row_limit": input_limit, "query": query_text})
+    rows: Iterator[dict[bytes, Any]] = source
+    if predicate is not None:
+        rows = filter(predicate, rows)
+    if query.order_by:
+        assert query.limit is not None
+        top = heapq.nsmallest(query.offset + query.limit, rows, key=sort_key(query.order_by))
+        rows = iter(top[query.offset:])
+    elif query.limit is not None:
+        rows = itertools.islice(rows, query.limit)
+    names = [(column.encode("utf-8"), alias.encode("utf-8")) for column, alias in output]
+    projected = ({alias: row.get(column) for column, alias in names} for row in rows)
+    return encode_row_stream(_limit_output(projected, output_limit, fail_on_incomplete_result, query_text), fmt)
+
+
+def _limit_output(rows: Iterator[dict[bytes, Any]], limit: int, fail: bool, query: str) -> Iterator[dict[bytes, Any]]:
+    for count, row in enumerate(rows):
+        if count >= limit:
+            if fail:
+                raise YtError("Query terminated prematurely due to excessive output; consider rewriting your query "
+                              "or changing output limit", attributes={"output_row_limit": limit, "query": query})
+            return
+        yield row
+
+
+def _ordered_ranges(node: Node, where: Any) -> list[tuple[int, int, int]]:
+    table = node.table
+    assert table is not None
+    tablets, t_low, t_high = integer_bounds(where, "$tablet_index")
+    _, r_low, r_high = integer_bounds(where, "$row_index")
+    ranges = []
+    for tablet in table.tablets:
+        if tablets is not None and tablet.index not in tablets:
+            continue
+        if (t_low is not None and tablet.index < t_low) or (t_high is not None and tablet.index > t_high):
+            continue
+        begin = tablet.trimmed_row_count if r_low is None else max(tablet.trimmed_row_count, r_low)
+        end = tablet.total_row_count if r_high is None else min(tablet.total_row_count, r_high + 1)
+        if begin < end:
+            ranges.append((tablet.index, begin, end))
+    return ranges
+
+
+def _ordered_rows(state: State, table_id: str, ranges: list[tuple[int, int, int]]) -> Iterator[dict[bytes, Any]]:
+    for tablet, begin, end in ranges:
+        yield from ordered.read_rows(state.storage, table_id, tablet, begin, end)
+
+
+def _sorted_prefix(schema: TableSchema, where: Any) -> bytes | None:
+    """A key prefix from ``first_key_column = constant`` among top-level conjuncts (a scan bound only)."""
+    from spyt_queue.local.query import ColumnRef, Compare, Literal, conjuncts
+
+    first = schema.key_columns[0]
+    for item in conjuncts(where):
+        if isinstance(item, Compare) and item.op == "=":
+            left, right = item.left, item.right
+            if isinstance(right, ColumnRef) and isinstance(left, Literal):
+                left, right = right, left
+            if isinstance(left, ColumnRef) and left.name == first.name and isinstance(right, Literal) \
+                    and right.value is not None:
+                value = coerce_key_value(first, right.value)
+                try:
+                    return encode_key([value])
+                except YtError:
+                    return None
+    return None
+
+
+def lookup(state: State, path: str, keys: list[dict[bytes, Any]], fmt: Format, tx: Transaction | None,
+           timestamp: Any, column_names: list[str] | None, keep_missing_rows: bool) -> Iterator[bytes]:
+    """``lookup_rows``: rows in the order of ``keys``; missing ones skipped or kept as null."""
+    with state.lock:
+        node = state.dynamic_table(normalize_path(path))
+        table = node.table
+        assert table is not None
+        if table.ordered:
+            raise YtError(f"Table {node.path} is not sorted")
+        state.validate_table_mounted(node, write=False)
+        schema = table.schema
+        for key_row in keys:
+            for column in schema.key_columns:
+                if column.bname not in key_row:
+                    raise YtError(f"Missing key column {column.name!r} in lookup key",
+                                  attributes={"table_path": node.path})
+        schema.validate_rows(keys, node.path, ordered=False, keys_only=True)
+        if column_names is not None:
+            for name in column_names:
+                if name not in schema.by_name:
+                    raise YtError(f"No such column {name!r}", attributes={"table_path": node.path})
+            columns = [name.encode("utf-8") for name in column_names]
+        else:
+            columns = [c.bname for c in schema.columns]
+        ts = state.read_timestamp(tx, timestamp)
+        results = []
+        for row in state.lookup(node, keys, ts):
+            if row is None:
+                if keep_missing_rows:
+                    results.append(None)
+                continue
+            results.append(sorted_tables.project(row, columns))
+    return encode_row_stream(iter(results), fmt)
+
+
+__all__ = ["ROW_INDEX", "TABLET_INDEX", "lookup", "select"]

@@ -1,0 +1,457 @@
+"""Table schemas: parsing, the read-back form YT returns for ``@schema``, row validation and key encoding."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import yt.yson as yson
+
+from spyt_queue.local.errors import SCHEMA_VIOLATION, YtError
+from spyt_queue.local.formats import dumps_value
+
+# Simple types: schema ``type`` name -> ``type_v3`` name.
+SIMPLE_TYPES = {
+    "int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8",
+    "uint64": "uint64", "uint32": "uint32", "uint16": "uint16", "uint8": "uint8",
+    "double": "double", "float": "float", "boolean": "bool", "string": "string", "utf8": "utf8",
+    "any": "yson", "null": "null", "date": "date", "datetime": "datetime", "timestamp": "timestamp",
+    "interval": "interval",
+}
+V3_TO_TYPE = {v: k for k, v in SIMPLE_TYPES.items()}
+INT_RANGES = {
+    "int64": (-(1 << 63), (1 << 63) - 1), "int32": (-(1 << 31), (1 << 31) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1), "int8": (-128, 127),
+    "uint64": (0, (1 << 64) - 1), "uint32": (0, (1 << 32) - 1), "uint16": (0, 65535), "uint8": (0, 255),
+    "date": (0, 49673 - 1), "datetime": (0, 49673 * 86400 - 1), "timestamp": (0, 49673 * 86400 * 10**6 - 1),
+    "interval": (-(49673 * 86400 * 10**6 - 1), 49673 * 86400 * 10**6 - 1),
+}
+UNSIGNED_TYPES = {"uint64", "uint32", "uint16", "uint8", "date", "datetime", "timestamp"}
+SYSTEM_COLUMNS_ORDERED = ("$timestamp", "$cumulative_data_weight")
+TABLET_INDEX = b"$tablet_index"
+ROW_INDEX = b"$row_index"
+
+
+@dataclass
+class Column:
+    """One schema column."""
+
+    name: str
+    type: str
+    required: bool = False
+    sort_order: str | None = None
+    extra: dict[str, Any] | None = None
+
+    @property
+    def bname(self) -> bytes:
+        """The column name as row dicts key it."""
+        return self.name.encode("utf-8")
+
+    def to_yson(self) -> dict[str, Any]:
+        """The column as YT reads it back: name, type, type_v3, required, sort_order."""
+        v3 = SIMPLE_TYPES[self.type]
+        type_v3: Any = v3 if self.required else {"type_name": "optional", "item": v3}
+        result: dict[str, Any] = {"name": self.name, "required": self.required, "type": self.type,
+                                  "type_v3": type_v3}
+        if self.sort_order:
+            result["sort_order"] = self.sort_order
+        for key, value in (self.extra or {}).items():
+            result.setdefault(key, value)
+        return result
+
+
+class TableSchema:
+    """A parsed table schema (strict, unique_keys, columns)."""
+
+    def __init__(self, columns: list[Column], strict: bool = True, unique_keys: bool = False) -> None:
+        self.columns = columns
+        self.strict = strict
+        self.unique_keys = unique_keys
+        self.by_name = {c.name: c for c in columns}
+        self.by_bname = {c.bname: c for c in columns}
+        self.key_columns = [c for c in columns if c.sort_order]
+        self.value_columns = [c for c in columns if not c.sort_order]
+        self.data_columns = [c for c in columns if c.name not in SYSTEM_COLUMNS_ORDERED]
+        self.has_timestamp = "$timestamp" in self.by_name
+        self.has_cumulative_data_weight = "$cumulative_data_weight" in self.by_name
+
+    @property
+    def sorted(self) -> bool:
+        """Whether the schema has key columns."""
+        return bool(self.key_columns)
+
+    @property
+    def key_names(self) -> list[str]:
+        """Key column names in order."""
+        return [c.name for c in self.key_columns]
+
+    def to_yson(self) -> Any:
+        """``@schema`` as YT returns it: a list with ``strict`` and ``unique_keys`` attributes."""
+        return yson.to_yson_type([c.to_yson() for c in self.columns],
+                                 attributes={"strict": self.strict, "unique_keys": self.unique_keys})
+
+    def to_storage(self) -> dict[str, Any]:
+        """A plain structure for persisting."""
+        return {"strict": self.strict, "unique_keys": self.unique_keys,
+                "columns": [{"name": c.name, "type": c.type, "required": c.required,
+                             "sort_order": c.sort_order} for c in self.columns]}
+
+    @classmethod
+    def from_storage(cls, data: dict[str, Any]) -> TableSchema:
+        """Inverse of :meth:`to_storage`."""
+        columns = [Column(str(c["name"]), str(c["type"]), bool(c["required"]),
+                          str(c["sort_order"]) if c.get("sort_order") else None) for c in data["columns"]]
+        return cls(columns, bool(data["strict"]), bool(data["unique_keys"]))
+
+    @classmethod
+    def parse(cls, value: Any, dynamic: bool = False) -> TableSchema:
+        """Parse a schema given to ``create`` (a list of column maps, optionally with attributes)."""
+        attributes = dict(value.attributes) if getattr(value, "has_attributes", lambda: False)() else {}
+        if isinstance(value, dict) and "$value" in value:
+            attributes = dict(value.get("$attributes") or {})
+            value = value["$value"]
+        if not isinstance(value, list):
+            raise YtError("Error parsing table schema: expected a list of columns", code=314)
+        columns: list[Column] = []
+        seen: set[str] = set()
+        for raw in value:
+            if not isinstance(raw, dict):
+                raise YtError("Error parsing table schema: a column must be a map", code=314)
+            columns.append(_parse_column(raw))
+            if columns[-1].name in seen:
+                raise YtError(f"Duplicate column name {columns[-1].name!r} in table schema", code=314)
+            seen.add(columns[-1].name)
+        key_done = False
+        for column in columns:
+            if column.sort_order:
+                if key_done:
+                    raise YtError(f"Key columns must form a prefix of schema; column {column.name!r} "
+                                  "is out of order", code=314)
+                if column.sort_order != "ascending":
+                    raise YtError(f"Sort order {column.sort_order!r} is not supported by the local server",
+                                  code=314)
+            else:
+                key_done = True
+            if column.required and column.type in ("any", "null"):
+                raise YtError(f"Column {column.name!r} of type {column.type!r} cannot be required", code=314)
+            if column.name.startswith("$") and column.name not in SYSTEM_COLUMNS_ORDERED:
+                raise YtError(f"Column name {column.name!r} is reserved", code=314)
+        strict = bool(attributes.get("strict", True))
+        has_keys = any(c.sort_order for c in columns)
+        if "unique_keys" in attributes:
+            unique_keys = bool(attributes["unique_keys"])
+        else:
+            unique_keys = dynamic and has_keys
+        if unique_keys and not has_keys:
+            raise YtError("Schema with unique keys must have at least one key column", code=314)
+        if dynamic:
+            if has_keys and not unique_keys:
+                raise YtError("Dynamic table must have unique keys", code=314)
+            if not strict:
+                raise YtError("\"strict\" cannot be \"false\" for a dynamic table", code=314)
+            for name in SYSTEM_COLUMNS_ORDERED:
+                if name in seen and has_keys:
+                    raise YtError(f"Column {name!r} is allowed only in ordered tables", code=314)
+            if "$timestamp" in seen and columns[[c.name for c in columns].index("$timestamp")].type != "uint64":
+                raise YtError("Column \"$timestamp\" must have type \"uint64\"", code=314)
+            if ("$cumulative_data_weight" in seen
+                    and columns[[c.name for c in columns].index("$cumulative_data_weight")].type != "int64"):
+                raise YtError("Column \"$cumulative_data_weight\" must have type \"int64\"", code=314)
+        return cls(columns, strict, unique_keys)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Row validation
+
+    def validate_rows(self, rows: list[dict[bytes, Any]], path: str, *, ordered: bool,
+                      keys_only: bool = False, partial: bool = False,
+                      extra_allowed: tuple[bytes, ...] = ()) -> None:
+        """Validate and coerce rows in place (YT-style errors); mostly per-column vector work.
+
+        ``keys_only``: delete/lookup keys (only key columns, all of them). ``partial``: ``update=%true``
+        writes, where omitted value columns are kept (required value columns may be absent).
+        """
+        if not rows:
+            return
+        present: set[bytes] = set()
+        for row in rows:
+            present.update(row)
+        allowed = (set(self.by_bname) | set(extra_allowed))
+        if ordered:
+            allowed.add(TABLET_INDEX)
+        system_written = present & {b"$timestamp", b"$cumulative_data_weight", ROW_INDEX}
+        if system_written:
+            name = sorted(system_written)[0].decode()
+            raise YtError(f"Column {name!r} cannot be written: it is a system column",
+                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": name})
+        unknown = present - allowed
+        if keys_only:
+            key_names = {c.bname for c in self.key_columns}
+            non_key = present - key_names
+            if non_key:
+                name = sorted(non_key)[0].decode("utf-8", "replace")
+                raise YtError(f"Column {name!r} is not a key column of table {path}",
+                              code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": name})
+        elif unknown and self.strict:
+            name = sorted(unknown)[0].decode("utf-8", "replace")
+            raise YtError(f"No column {name!r} in strict schema of table {path}",
+                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": name})
+        if not ordered:
+            for column in self.key_columns:
+                name = column.bname
+                if not all(name in row for row in rows):
+                    raise YtError(f"Missing key column {column.name!r}", code=SCHEMA_VIOLATION,
+                                  attributes={"table_path": path, "column": column.name})
+        columns = self.key_columns if keys_only else self.data_columns
+        for column in columns:
+            name = column.bname
+            values = [row.get(name) for row in rows]
+            _check_column(column, values, rows, path, present=name in present,
+                          required=column.required or (keys_only and bool(column.sort_order)),
+                          skip_missing=partial and not column.sort_order)
+        if ordered and TABLET_INDEX in present:
+            values = [row.get(TABLET_INDEX) for row in rows]
+            kinds = set(map(type, values))
+            if not kinds <= {int, yson.YsonUint64, yson.YsonInt64}:
+                raise YtError("Invalid type of column \"$tablet_index\": expected \"int64\"",
+                              code=SCHEMA_VIOLATION, attributes={"table_path": path})
+
+
+def _parse_column(raw: dict[Any, Any]) -> Column:
+    data = {str(k): v for k, v in raw.items()}
+    name = data.get("name")
+    if not isinstance(name, (str, bytes)) or not name:
+        raise YtError("Error parsing table schema: column name must be a non-empty string", code=314)
+    name = name.decode() if isinstance(name, bytes) else str(name)
+    type_name = data.get("type")
+    required = data.get("required")
+    if type_name is None and "type_v3" in data:
+        type_name, v3_required = _parse_type_v3(data["type_v3"], name)
+        if required is None:
+            required = v3_required
+    if type_name is None:
+        raise YtError(f"Column {name!r} has no type", code=314)
+    type_name = str(type_name)
+    if type_name not in SIMPLE_TYPES:
+        raise YtError(f"Error parsing ESimpleLogicalValueType value {type_name!r} (column {name!r}); "
+                      "the local server supports simple types only", code=314)
+    sort_order = data.get("sort_order")
+    extra = {k: v for k, v in data.items() if k in ("aggregate", "lock", "group", "expression")}
+    if "expression" in extra:
+        raise YtError(f"Computed column {name!r} is not supported by the local server", code=314)
+    if "aggregate" in extra:
+        raise YtError(f"Aggregate column {name!r} is not supported by the local server", code=314)
+    return Column(name, type_name, bool(required), str(sort_order) if sort_order else None, extra or None)
+
+
+def _parse_type_v3(value: Any, name: str) -> tuple[str, bool]:
+    if isinstance(value, (str, bytes)):
+        v3 = value.decode() if isinstance(value, bytes) else str(value)
+        if v3 not in V3_TO_TYPE:
+            raise YtError(f"Type {v3!r} of column {name!r} is not supported by the local server", code=314)
+        return V3_TO_TYPE[v3], v3 not in ("yson", "null")
+    if isinstance(value, dict) and str(value.get("type_name")) == "optional":
+        item, _ = _parse_type_v3(value.get("item"), name)
+        return item, False
+    raise YtError(f"Complex type of column {name!r} is not supported by the local server", code=314)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, yson.YsonUint64):
+        return "uint64"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, (bytes, str)):
+        return "string"
+    return "any"
+
+
+_INT_KINDS = {int, yson.YsonInt64}
+_ALL_INT_KINDS = {int, yson.YsonInt64, yson.YsonUint64}
+
+
+def _check_column(column: Column, values: list[Any], rows: list[dict[bytes, Any]], path: str, *,
+                  present: bool, required: bool, skip_missing: bool) -> None:
+    kinds = set(map(type, values))
+    name = column.bname
+    if type(None) in kinds:
+        if required:
+            for row in rows:
+                if row.get(name) is None:
+                    if name not in row:
+                        if skip_missing:
+                            continue
+                        raise YtError(f"Missing required column {column.name!r}", code=SCHEMA_VIOLATION,
+                                      attributes={"table_path": path, "column": column.name})
+                    raise YtError(f"Required column {column.name!r} cannot have \"null\" value",
+                                  code=SCHEMA_VIOLATION, attributes={"table_path": path,
+                                                                     "column": column.name})
+        kinds.discard(type(None))
+        values = [v for v in values if v is not None]
+        if not values:
+            return
+    kind = column.type
+    if kind == "any":
+        return
+    if kind in INT_RANGES:
+        if not kinds <= _ALL_INT_KINDS:
+            _raise_type(column, values, path)
+        low, high = INT_RANGES[kind]
+        if min(values) < low or max(values) > high:
+            bad = next(v for v in values if v < low or v > high)
+            raise YtError(f"Value {int(bad)} is out of range for column {column.name!r} of type {kind!r}",
+                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": column.name})
+        if kind in UNSIGNED_TYPES:
+            if kinds != {yson.YsonUint64}:
+                for row in rows:
+                    value = row.get(name)
+                    if value is not None and type(value) is not yson.YsonUint64:
+                        row[name] = yson.YsonUint64(value)
+        elif yson.YsonUint64 in kinds:
+            for row in rows:
+                value = row.get(name)
+                if type(value) is yson.YsonUint64:
+                    row[name] = int(value)
+        return
+    if kind in ("double", "float"):
+        if kinds <= {float}:
+            return
+        if not kinds <= (_ALL_INT_KINDS | {float, yson.YsonDouble}):
+            _raise_type(column, values, path)
+        for row in rows:
+            value = row.get(name)
+            if value is not None and type(value) is not float:
+                row[name] = float(value)
+        return
+    if kind == "boolean":
+        if not kinds <= {bool, yson.YsonBoolean}:
+            _raise_type(column, values, path)
+        return
+    if kind in ("string", "utf8"):
+        if not kinds <= {bytes, yson.YsonString, str, yson.YsonUnicode}:
+            _raise_type(column, values, path)
+        if str in kinds or yson.YsonUnicode in kinds:
+            for row in rows:
+                value = row.get(name)
+                if isinstance(value, str):
+                    row[name] = value.encode("utf-8")
+        if kind == "utf8":
+            for value in values:
+                if isinstance(value, bytes):
+                    try:
+                        value.decode("utf-8")
+                    except UnicodeDecodeError:
+                        raise YtError(f"Invalid UTF-8 string in column {column.name!r}",
+                                      code=SCHEMA_VIOLATION, attributes={"table_path": path}) from None
+        return
+    if kind == "null":
+        _raise_type(column, values, path)
+
+
+def _raise_type(column: Column, values: list[Any], path: str) -> None:
+    expected = column.type
+    for value in values:
+        actual = _type_name(value)
+        if actual != expected and not (actual in ("int64", "uint64") and expected in INT_RANGES):
+            raise YtError(f"Invalid type of column {column.name!r}: expected {expected!r}, got {actual!r}",
+                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": column.name,
+                                                             "expected_type": expected,
+                                                             "actual_type": actual})
+    raise YtError(f"Invalid value in column {column.name!r}", code=SCHEMA_VIOLATION)  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Keys and data weight
+
+
+def encode_key(values: list[Any]) -> bytes:
+    """An order-preserving (memcmp) encoding of a key tuple: null sorts first, as in YT."""
+    out = bytearray()
+    for value in values:
+        if value is None:
+            out += b"\x00"
+        elif isinstance(value, bool):
+            out += b"\x01\x01" if value else b"\x01\x00"
+        elif isinstance(value, yson.YsonUint64):
+            out += b"\x01" + int(value).to_bytes(8, "big")
+        elif isinstance(value, int):
+            out += b"\x01" + (value + (1 << 63)).to_bytes(8, "big")
+        elif isinstance(value, float):
+            bits = struct.unpack(">Q", struct.pack(">d", value))[0]
+            bits = bits ^ 0xFFFFFFFFFFFFFFFF if bits >> 63 else bits | (1 << 63)
+            out += b"\x01" + bits.to_bytes(8, "big")
+        elif isinstance(value, (bytes, str)):
+            raw = value.encode("utf-8") if isinstance(value, str) else value
+            out += b"\x01" + raw.replace(b"\x00", b"\x00\xff") + b"\x00\x00"
+        else:
+            raise YtError(f"Value of type {type(value).__name__} cannot be a key")
+    return bytes(out)
+
+
+def value_data_weight(value: Any) -> int:
+    """YT's data weight of one value: 0 for null, 8 for numbers, 1 for booleans, byte length otherwise."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return 1
+    if isinstance(value, (int, float)):
+        return 8
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, str):
+        return len(value.encode("utf-8"))
+    return len(dumps_value(value))
+
+
+def row_data_weight(row: dict[bytes, Any], names: list[bytes]) -> int:
+    """Data weight of a row over the given columns: 1 + the sum of value weights (``GetDataWeight``)."""
+    return 1 + sum(value_data_weight(row.get(n)) for n in names)
+
+
+def coerce_key_value(column: Column, value: Any) -> Any:
+    """Coerce one literal/key value to the column type for lookups (ints to uint64 and back)."""
+    if value is None:
+        return None
+    if column.type in UNSIGNED_TYPES and isinstance(value, int) and not isinstance(value, bool):
+        return yson.YsonUint64(value) if value >= 0 else value
+    if column.type in INT_RANGES and isinstance(value, yson.YsonUint64):
+        return int(value)
+    if column.type in ("string", "utf8") and isinstance(value, str):
+        return value.encode("utf-8")
+    if column.type in ("double", "float") and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+CONSUMER_SCHEMA = TableSchema([
+    Column("queue_cluster", "string", True, "ascending"),
+    Column("queue_path", "string", True, "ascending"),
+    Column("partition_index", "uint64", True, "ascending"),
+    Column("offset", "uint64", True),
+    Column("meta", "any", False),
+], strict=True, unique_keys=True)
+
+CONSUMER_SCHEMA_WITHOUT_META = TableSchema(CONSUMER_SCHEMA.columns[:4], strict=True, unique_keys=True)
+
+PRODUCER_SCHEMA = TableSchema([
+    Column("queue_cluster", "string", True, "ascending"),
+    Column("queue_path", "string", True, "ascending"),
+    Column("session_id", "string", True, "ascending"),
+    Column("sequence_number", "int64", True),
+    Column("epoch", "int64", True),
+    Column("user_meta", "any", False),
+    Column("system_meta", "any", False),
+], strict=True, unique_keys=True)
+
+
+def same_schema(a: TableSchema, b: TableSchema) -> bool:
+    """Schema equality as ``TTableSchema::operator==`` compares them (columns, strict, unique keys)."""
+    return (a.strict == b.strict and a.unique_keys == b.unique_keys
+            and [(c.name, c.type, c.required, c.sort_order) for c in a.columns]
+            == [(c.name, c.type, c.required, c.sort_order) for c in b.columns])

@@ -1,0 +1,632 @@
+"""The server state: Cypress, dynamic tables, transactions and the commit path, behind one state lock."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yt.yson as yson
+
+from spyt_queue.local import ids, ordered, sorted_tables
+from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value
+from spyt_queue.local.errors import INVALID_TABLET_STATE, TABLET_NOT_MOUNTED, YtError
+from spyt_queue.local.schema import (
+    CONSUMER_SCHEMA,
+    PRODUCER_SCHEMA,
+    TABLET_INDEX,
+    TableSchema,
+)
+from spyt_queue.local.storage import Storage
+from spyt_queue.local.transactions import SortedWrite, Transaction, TransactionManager
+from spyt_queue.local.ypath import RichPath, split_path
+
+DEFAULT_CLUSTER_NAME = "local"
+
+
+@dataclass
+class Registration:
+    """A queue consumer registration."""
+
+    queue_cluster: str
+    queue_path: str
+    consumer_cluster: str
+    consumer_path: str
+    vital: bool
+    partitions: list[int] | None
+
+
+class State:
+    """Everything the commands act on; every mutation commits one SQLite transaction under :attr:`lock`."""
+
+    def __init__(self, data_dir: str | Path, cluster_name: str = DEFAULT_CLUSTER_NAME) -> None:
+        self.cluster_name = cluster_name
+        self.storage = Storage(data_dir)
+        self.lock = threading.RLock()
+        self.timestamps = ids.TimestampGenerator(self.storage.get_meta("last_timestamp"))
+        self.ids = ids.IdGenerator(self.timestamps.generate())
+        self.cypress = Cypress(self.ids)
+        self.cypress.load(self.storage.load_nodes())
+        self._load_tablets()
+        self.registrations: list[Registration] = [
+            Registration(qc, qp, cc, cp, bool(v), list(yson.loads(p)) if p is not None else None)
+            for qc, qp, cc, cp, v, p in self.storage.load_registrations()]
+        self.transactions = TransactionManager(self.timestamps)
+        with self.storage.transaction() as conn:
+            for name in ("tmp", "home", "sys"):
+                if name not in self.cypress.root.children:
+                    self.cypress.create(conn, "map_node", f"//{name}", recursive=False, ignore_existing=True,
+                                        force=False, attributes={})
+            self._persist_meta(conn)
+        self._stop = threading.Event()
+        self._sweeper = threading.Thread(target=self._sweep_loop, name="ytqueue-tx-sweeper", daemon=True)
+        self._sweeper.start()
+
+    def close(self) -> None:
+        """Stop background work."""
+        self._stop.set()
+
+    def _sweep_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.transactions.sweep()
+
+    def _load_tablets(self) -> None:
+        rows: dict[str, list[tuple[Any, ...]]] = {}
+        for row in self.storage.load_tablets():
+            rows.setdefault(row[0], []).append(row)
+        for node in list(self.cypress.by_id.values()):
+            if node.table is None or not node.table.dynamic:
+                continue
+            for _table_id, index, state, total, trimmed, last_ts, cdw in rows.get(node.id, []):
+                node.table.tablets.append(Tablet(int(index), self._tablet_id(node.id, int(index)), str(state),
+                                                 int(total), int(trimmed), int(last_ts), int(cdw)))
+
+    @staticmethod
+    def _tablet_id(table_id: str, index: int) -> str:
+        parts = ids.parse_id(table_id)
+        counter = ((parts[0] << 32) | parts[1]) + index + 1
+        return ids.format_id(counter & 0xFFFFFFFFFFFFFFFF, ids.TYPE_TABLET, parts[3])
+
+    def _persist_meta(self, conn: Any) -> None:
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_timestamp', ?)",
+                     (self.timestamps.last,))
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Paths
+
+    def local_path(self, rich: RichPath) -> str:
+        """The plain path of a rich path on this cluster (other clusters are refused)."""
+        cluster = rich.cluster
+        if cluster is not None and cluster != self.cluster_name:
+            raise YtError(f"Cluster {cluster!r} is not known to the local server (its cluster name is "
+                          f"{self.cluster_name!r})", attributes={"path": rich.path})
+        return normalize_path(rich.path)
+
+    def dynamic_table(self, path: str) -> Node:
+        """A dynamic table node."""
+        node = self.cypress.resolve_table(path)
+        assert node.table is not None
+        if not node.table.dynamic:
+            raise YtError(f"Table {node.path} is not dynamic", attributes={"path": node.path})
+        return node
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Cypress commands
+
+    def create(self, node_type: str, path: str, recursive: bool, ignore_existing: bool, force: bool,
+               attributes: dict[str, Any]) -> str:
+        """``create``: map nodes, tables (static or dynamic), documents, queue consumers and producers."""
+        attributes = {str(k): v for k, v in attributes.items()}
+        table: TableMeta | None = None
+        value = None
+        auto_mount = False
+        if node_type in ("queue_consumer", "queue_producer"):
+            if "schema" in attributes:
+                raise YtError(f"Cannot specify schema for {node_type}")
+            schema = CONSUMER_SCHEMA if node_type == "queue_consumer" else PRODUCER_SCHEMA
+            flag = "treat_as_queue_consumer" if node_type == "queue_consumer" else "treat_as_queue_producer"
+            attributes[flag] = True
+            attributes.pop("dynamic", None)
+            table = TableMeta(TableSchema(list(schema.columns), True, True), True)
+            node_type = "table"
+            auto_mount = True
+        elif node_type == "table":
+            dynamic = bool(attributes.pop("dynamic", False))
+            raw_schema = attributes.pop("schema", None)
+            if raw_schema is None:
+                if dynamic:
+                    raise YtError("Dynamic table must have a schema", code=314)
+                schema = TableSchema([], strict=False, unique_keys=False)
+            else:
+                schema = TableSchema.parse(raw_schema, dynamic=dynamic)
+            table = TableMeta(schema, dynamic)
+        elif node_type == "document":
+            value = attributes.pop("value", yson.YsonEntity())
+        elif node_type == "map_node":
+            pass
+        elif node_type in ("string_node", "int64_node", "uint64_node", "double_node", "boolean_node",
+                           "list_node"):
+            value = attributes.pop("value", {"string_node": "", "int64_node": 0, "uint64_node": yson.YsonUint64(0),
+                                             "double_node": 0.0, "boolean_node": False,
+                                             "list_node": []}[node_type])
+        else:
+            raise YtError(f"Creating objects of type {node_type!r} is not supported by the local server",
+                          attributes={"type": node_type})
+        tablet_count = attributes.pop("tablet_count", None) if table is not None else None
+        pivot_keys = attributes.pop("pivot_keys", None) if table is not None else None
+        trimmed = attributes.pop("trimmed_row_counts", None) if table is not None else None
+        if table is not None and table.dynamic:
+            count = int(tablet_count) if tablet_count is not None else (len(pivot_keys) if pivot_keys else 1)
+            if count < 1:
+                raise YtError(f"Invalid tablet count {count}")
+            if pivot_keys is not None and not table.schema.sorted:
+                raise YtError("Pivot keys are only allowed for sorted tables")
+            table.pivot_keys = list(pivot_keys) if pivot_keys else []
+            trimmed_counts = list(trimmed) if trimmed else [0] * count
+            if len(trimmed_counts) != count:
+                raise YtError("\"trimmed_row_counts\" must have one entry per tablet")
+            table.tablets = [Tablet(i, "", total_row_count=int(trimmed_counts[i]),
+                                    trimmed_row_count=int(trimmed_counts[i]), last_chunk=())
+                             for i in range(count)]
+        elif tablet_count is not None:
+            raise YtError("\"tablet_count\" can only be given for a dynamic table")
+        with self.lock, self.storage.transaction() as conn:
+            node, created = self.cypress.create(conn, node_type, path, recursive=recursive,
+                                                ignore_existing=ignore_existing, force=force,
+                                                attributes=attributes, table=table, value=value)
+            if created and node.table is not None and node.table.dynamic:
+                for tablet in node.table.tablets:
+                    tablet.tablet_id = self._tablet_id(node.id, tablet.index)
+                    if auto_mount:
+                        tablet.state = "mounted"
+                    ordered.persist_tablet(conn, node.id, tablet)
+            return node.id
+
+    def get(self, path: str, attributes: list[str] | None) -> Any:
+        """``get``."""
+        with self.lock:
+            if path.startswith("#"):
+                components, attribute = split_path(path)
+                tx_value = self._transaction_object(components[0][1:], attribute, path)
+                if tx_value is not None:
+                    return tx_value
+            return self.cypress.get(path, attributes)
+
+    def _transaction_object(self, object_id: str, attribute: list[str] | None, path: str) -> Any:
+        try:
+            tx = self.transactions.get(object_id)
+        except YtError:
+            return None
+        attrs = {"id": tx.id, "type": "transaction" if tx.type == "master" else "tablet_transaction",
+                 "timeout": tx.timeout_ms, "start_timestamp": tx.start_ts, **tx.attributes}
+        if attribute is None:
+            return yson.YsonEntity()
+        if not attribute:
+            return attrs
+        if attribute[0] not in attrs:
+            from spyt_queue.local.errors import resolve_error
+
+            raise resolve_error(path, f"Attribute \"{attribute[0]}\" is not found")
+        return attrs[attribute[0]]
+
+    def list(self, path: str, attributes: list[str] | None) -> Any:
+        """``list``."""
+        with self.lock:
+            return self.cypress.list(path, attributes)
+
+    def exists(self, path: str) -> bool:
+        """``exists``."""
+        with self.lock:
+            if path.startswith("#"):
+                components, attribute = split_path(path)
+                try:
+                    self.transactions.get(components[0][1:])
+                    return attribute is None or not attribute or attribute[0] in (
+                        "id", "type", "timeout", "start_timestamp")
+                except YtError:
+                    pass
+            return self.cypress.exists(path)
+
+    def remove(self, path: str, recursive: bool, force: bool) -> None:
+        """``remove`` (a table's rows, chunks and registrations go with it)."""
+        with self.lock:
+            _, attribute = split_path(path)
+            try:
+                node = self.cypress.resolve(path)
+            except YtError as exc:
+                if force and exc.code == 500:
+                    return
+                raise
+            with self.storage.transaction() as conn:
+                if attribute is not None:
+                    self.cypress.remove_attribute(conn, node, attribute, path, force)
+                    return
+                if node.type == "map_node" and node.children and not recursive:
+                    raise YtError(f"Cannot remove non-empty composite node {node.path}")
+                if node is self.cypress.root or node.path in ("//sys",):
+                    raise YtError(f"Node {node.path} cannot be removed")
+                removed = self.cypress.remove_node(conn, node)
+                for table in removed:
+                    conn.execute("DELETE FROM chunks WHERE table_id = ?", (table.id,))
+                    conn.execute("DELETE FROM tablets WHERE table_id = ?", (table.id,))
+                    conn.execute("DELETE FROM versions WHERE table_id = ?", (table.id,))
+
+    def set(self, path: str, value: Any, recursive: bool, force: bool) -> None:
+        """``set``: attributes, scalar/document values, or a new subtree."""
+        with self.lock, self.storage.transaction() as conn:
+            _, attribute = split_path(path)
+            if attribute is not None:
+                node = self.cypress.resolve(path)
+                self.cypress.set_attribute(conn, node, attribute, value, path)
+                return
+            existing = self.cypress.find(path)
+            if existing is not None and existing.type in ("document", "string_node", "int64_node",
+                                                          "uint64_node", "double_node", "boolean_node",
+                                                          "list_node"):
+                if existing.type != "document" and node_type_for_value(value) != existing.type and not force:
+                    raise YtError(f"Cannot change the type of node {existing.path} from {existing.type!r}; "
+                                  "use force")
+                existing.sys["value"] = value
+                self.cypress.persist(conn, existing)
+                return
+            if existing is not None and existing.type == "map_node" and isinstance(value, dict) \
+                    and existing is not self.cypress.root:
+                for child in list(existing.children.values()):
+                    self.cypress.remove_node(conn, child)
+                self._set_tree(conn, path, value)
+                return
+            if existing is not None:
+                if not force:
+                    raise YtError(f"Node {existing.path} already exists and cannot be overwritten without force",
+                                  code=501)
+                self.cypress.remove_node(conn, existing)
+            self._create_value(conn, path, value, recursive)
+
+    def _create_value(self, conn: Any, path: str, value: Any, recursive: bool) -> None:
+        node_type = node_type_for_value(value)
+        if node_type == "map_node":
+            self.cypress.create(conn, "map_node", path, recursive=recursive, ignore_existing=False, force=False,
+                                attributes={})
+            self._set_tree(conn, path, value)
+        else:
+            self.cypress.create(conn, node_type, path, recursive=recursive, ignore_existing=False, force=False,
+                                attributes={}, value=value)
+
+    def _set_tree(self, conn: Any, path: str, value: dict[str, Any]) -> None:
+        for key, item in value.items():
+            self._create_value(conn, f"{path.rstrip('/')}/{key}", item, False)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Tablet management
+
+    def set_tablet_state(self, path: str, action: str, first: int | None, last: int | None) -> None:
+        """``mount_table``/``unmount_table``/``freeze_table``/``unfreeze_table``/``remount_table``."""
+        with self.lock, self.storage.transaction() as conn:
+            node = self.dynamic_table(path)
+            table = node.table
+            assert table is not None
+            count = len(table.tablets)
+            lo = 0 if first is None else int(first)
+            hi = count - 1 if last is None else int(last)
+            if not (0 <= lo <= hi < count):
+                raise YtError(f"Invalid tablet range [{lo}, {hi}]: table {node.path} has {count} tablet(s)")
+            for tablet in table.tablets[lo:hi + 1]:
+                new_state = tablet.state
+                if action == "mount":
+                    new_state = "mounted"
+                elif action == "mount_frozen":
+                    new_state = "frozen"
+                elif action == "unmount":
+                    new_state = "unmounted"
+                elif action == "freeze":
+                    if tablet.state == "unmounted":
+                        raise YtError(f"Cannot freeze tablet {tablet.tablet_id} in \"unmounted\" state",
+                                      code=INVALID_TABLET_STATE)
+                    new_state = "frozen"
+                elif action == "unfreeze":
+                    if tablet.state == "unmounted":
+                        raise YtError(f"Cannot unfreeze tablet {tablet.tablet_id} in \"unmounted\" state",
+                                      code=INVALID_TABLET_STATE)
+                    new_state = "mounted"
+                elif action == "remount":
+                    new_state = tablet.state
+                if new_state != tablet.state:
+                    tablet.state = new_state
+                    ordered.persist_tablet(conn, node.id, tablet)
+
+    def reshard(self, path: str, tablet_count: int | None, pivot_keys: list[Any] | None,
+                trimmed_row_counts: list[int] | None, first: int | None, last: int | None) -> None:
+        """``reshard_table``: only when every tablet is unmounted, as in YT."""
+        with self.lock, self.storage.transaction() as conn:
+            node = self.dynamic_table(path)
+            table = node.table
+            assert table is not None
+            for tablet in table.tablets:
+                if tablet.state != "unmounted":
+                    raise YtError(f"Cannot reshard table {node.path} since tablet {tablet.tablet_id} is not "
+                                  "unmounted", code=INVALID_TABLET_STATE)
+            if first is not None or last is not None:
+                raise YtError("Resharding a tablet range (first_tablet_index/last_tablet_index) is not supported "
+                              "by the local server; reshard the whole table")
+            if table.schema.sorted:
+                if pivot_keys is None and tablet_count is None:
+                    raise YtError("Either \"pivot_keys\" or \"tablet_count\" must be given")
+                count = len(pivot_keys) if pivot_keys is not None else int(tablet_count or 1)
+                table.pivot_keys = list(pivot_keys) if pivot_keys is not None else []
+                old = table.tablets
+                table.tablets = [Tablet(i, self._tablet_id(node.id, i)) for i in range(count)]
+                conn.execute("DELETE FROM tablets WHERE table_id = ?", (node.id,))
+                for tablet in table.tablets:
+                    ordered.persist_tablet(conn, node.id, tablet)
+                del old
+            else:
+                if pivot_keys is not None:
+                    raise YtError("Pivot keys cannot be given for an ordered table")
+                if tablet_count is None:
+                    raise YtError("\"tablet_count\" is required to reshard an ordered table")
+                count = int(tablet_count)
+                if count < 1:
+                    raise YtError(f"Invalid tablet count {count}")
+                old = table.tablets
+                for tablet in old[count:]:
+                    if tablet.total_row_count > tablet.trimmed_row_count:
+                        raise YtError(f"Cannot reduce the tablet count of ordered table {node.path}: tablet "
+                                      f"{tablet.index} still holds rows (the local server never drops queue rows "
+                                      "on reshard)")
+                new_trimmed = list(trimmed_row_counts) if trimmed_row_counts else []
+                tablets = old[:count]
+                for index in range(len(tablets), count):
+                    start = int(new_trimmed[index - len(old)]) if index - len(old) < len(new_trimmed) else 0
+                    tablets.append(Tablet(index, self._tablet_id(node.id, index), total_row_count=start,
+                                          trimmed_row_count=start, last_chunk=()))
+                for tablet in old[count:]:
+                    conn.execute("DELETE FROM chunks WHERE table_id = ? AND tablet = ?", (node.id, tablet.index))
+                table.tablets = tablets
+                conn.execute("DELETE FROM tablets WHERE table_id = ?", (node.id,))
+                for tablet in tablets:
+                    ordered.persist_tablet(conn, node.id, tablet)
+            self.cypress.persist(conn, node)
+
+    def tablet_infos(self, path: str, indexes: list[int]) -> dict[str, Any]:
+        """``get_tablet_infos``."""
+        with self.lock:
+            node = self.dynamic_table(path)
+            table = node.table
+            assert table is not None
+            result = []
+            for index in indexes:
+                tablet = self._tablet(node, int(index))
+                result.append({
+                    "total_row_count": tablet.total_row_count if table.ordered else 0,
+                    "trimmed_row_count": tablet.trimmed_row_count if table.ordered else 0,
+                    "delayed_lockless_row_count": 0,
+                    "barrier_timestamp": yson.YsonUint64(self.timestamps.last),
+                    "last_write_timestamp": yson.YsonUint64(tablet.last_write_ts),
+                    "table_replica_infos": yson.YsonEntity(),
+                    "tablet_errors": [],
+                })
+            return {"tablets": result}
+
+    def _tablet(self, node: Node, index: int) -> Tablet:
+        table = node.table
+        assert table is not None
+        if index < 0 or index >= len(table.tablets):
+            raise YtError(f"Invalid tablet index: expected in range [0,{len(table.tablets) - 1}], got {index}",
+                          attributes={"path": node.path})
+        return table.tablets[index]
+
+    def trim_rows(self, path: str, tablet_index: int, trimmed_row_count: int) -> None:
+        """``trim_rows`` (absolute count, outside transactions)."""
+        with self.lock:
+            node = self.dynamic_table(path)
+            table = node.table
+            assert table is not None
+            if not table.ordered:
+                raise YtError(f"Table {node.path} is not ordered")
+            tablet = self._tablet(node, tablet_index)
+            self.validate_mounted(node, tablet, write=True)
+            if trimmed_row_count > tablet.total_row_count:
+                raise YtError(f"Cannot trim tablet {tablet.tablet_id} at row {trimmed_row_count} since it only "
+                              f"has {tablet.total_row_count} row(s)")
+            if trimmed_row_count < 0:
+                raise YtError(f"Invalid trimmed row count {trimmed_row_count}")
+            with self.storage.transaction() as conn:
+                try:
+                    ordered.trim(conn, node.id, tablet, trimmed_row_count)
+                except BaseException:
+                    tablet.last_chunk = None
+                    raise
+
+    def validate_mounted(self, node: Node, tablet: Tablet, write: bool) -> None:
+        """Error 1702 unless the tablet accepts the operation (writes: mounted; reads: mounted or frozen)."""
+        allowed = ("mounted",) if write else ("mounted", "frozen")
+        if tablet.state in allowed:
+            return
+        if write:
+            message = f"Tablet {tablet.tablet_id} of table {node.path} is in \"{tablet.state}\" state"
+        else:
+            message = (f"Cannot read from tablet {tablet.tablet_id} of table {node.path} while it is in "
+                       f"\"{tablet.state}\" state")
+        raise YtError(message, code=TABLET_NOT_MOUNTED,
+                      attributes={"tablet_id": tablet.tablet_id, "table_path": node.path,
+                                  "is_tablet_unmounted": tablet.state == "unmounted"})
+
+    def validate_table_mounted(self, node: Node, write: bool) -> None:
+        """Every tablet of a (sorted) table must accept the operation."""
+        table = node.table
+        assert table is not None
+        for tablet in table.tablets:
+            self.validate_mounted(node, tablet, write)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Transactions and commit
+
+    def transaction_for(self, tx_id: str | None) -> Transaction | None:
+        """The tablet transaction named by ``transaction_id`` (``None`` for the null id)."""
+        if not tx_id or tx_id == "0-0-0-0":
+            return None
+        tx = self.transactions.get(tx_id)
+        if tx.type != "tablet":
+            raise YtError(f"Transaction {tx_id} is a master transaction; dynamic-table commands need a tablet "
+                          "transaction", attributes={"transaction_id": tx_id})
+        return tx
+
+    def implicit_transaction(self) -> Transaction:
+        """A one-shot tablet transaction for a write without ``transaction_id``."""
+        start = self.timestamps.generate()
+        return Transaction(ids.format_id(start, ids.TYPE_ATOMIC_TABLET_TRANSACTION), "tablet", start, 60000, {})
+
+    def read_timestamp(self, tx: Transaction | None, timestamp: Any = None) -> int:
+        """The snapshot a read uses: the transaction start, an explicit timestamp, or the latest."""
+        if tx is not None:
+            return tx.start_ts
+        if timestamp is not None:
+            value = int(timestamp)
+            # SyncLastCommitted/AsyncLastCommitted and friends mean "latest".
+            if value >= 0x3FFFFFFFFFFFFF00:
+                return 1 << 62
+            return value
+        return 1 << 62
+
+    def buffer_ordered(self, tx: Transaction, node: Node, rows: list[dict[bytes, Any]]) -> None:
+        """Validate targets and buffer ordered-table rows (grouped by tablet) into ``tx``."""
+        table = node.table
+        assert table is not None
+        by_tablet: dict[int, list[dict[bytes, Any]]] = {}
+        default_tablet: int | None = None
+        explicit = [row for row in rows if TABLET_INDEX in row]
+        if len(explicit) == len(rows) and rows:
+            indexes = [int(row.pop(TABLET_INDEX)) for row in rows]
+            for index, row in zip(indexes, rows, strict=True):
+                by_tablet.setdefault(index, []).append(row)
+        else:
+            for row in rows:
+                index = row.pop(TABLET_INDEX, None)
+                if index is None:
+                    if default_tablet is None:
+                        mounted = [t.index for t in table.tablets if t.state == "mounted"]
+                        if not mounted:
+                            raise YtError(f"Table {node.path} has no mounted tablets", code=TABLET_NOT_MOUNTED,
+                                          attributes={"table_path": node.path})
+                        default_tablet = random.choice(mounted)
+                    index = default_tablet
+                by_tablet.setdefault(int(index), []).append(row)
+        for index in by_tablet:
+            self.validate_mounted(node, self._tablet(node, index), write=True)
+        target = tx.ordered_writes.setdefault(node.id, {})
+        tx.table_paths[node.id] = node.path
+        for index, group in by_tablet.items():
+            target.setdefault(index, []).extend(group)
+
+    def buffer_sorted(self, tx: Transaction, node: Node, rows: list[dict[bytes, Any]], delete: bool,
+                      update: bool) -> None:
+        """Buffer sorted-table upserts or deletes into ``tx`` (later writes of a key win)."""
+        table = node.table
+        assert table is not None
+        self.validate_table_mounted(node, write=True)
+        target = tx.sorted_writes.setdefault(node.id, {})
+        tx.table_paths[node.id] = node.path
+        schema = table.schema
+        for row in rows:
+            key = sorted_tables.key_of(schema, row)
+            if delete:
+                target.pop(key, None)
+                target[key] = SortedWrite(key, None)
+                continue
+            previous = target.get(key)
+            if update and previous is not None and previous.row is not None:
+                merged = dict(previous.row)
+                merged.update(row)
+                target[key] = SortedWrite(key, merged, previous.update)
+            else:
+                target.pop(key, None)
+                target[key] = SortedWrite(key, dict(row), update)
+
+    def commit(self, tx: Transaction) -> int:
+        """Apply a tablet transaction atomically; returns the commit timestamp."""
+        with self.lock:
+            if not tx.has_writes():
+                return self.timestamps.generate()
+            saved: list[tuple[Tablet, tuple[int, int, int, int, Any]]] = []
+            try:
+                with self.storage.transaction() as conn:
+                    for table_id, writes in tx.sorted_writes.items():
+                        node = self._live_table(table_id, tx)
+                        self.validate_table_mounted(node, write=True)
+                        for key in writes:
+                            sorted_tables.check_conflict(conn, self.storage, table_id, node.path, key,
+                                                         tx.start_ts, tx.id)
+                    for table_id, per_tablet in tx.ordered_writes.items():
+                        node = self._live_table(table_id, tx)
+                        for index in per_tablet:
+                            self.validate_mounted(node, self._tablet(node, index), write=True)
+                    commit_ts = self.timestamps.generate()
+                    active = self.transactions.min_active_start_ts()
+                    horizon = commit_ts if active is None else min(active, commit_ts)
+                    for table_id, per_tablet in tx.ordered_writes.items():
+                        node = self.cypress.by_id[table_id]
+                        assert node.table is not None
+                        for index, rows in per_tablet.items():
+                            tablet = node.table.tablets[index]
+                            saved.append((tablet, (tablet.total_row_count, tablet.last_write_ts,
+                                                   tablet.cumulative_data_weight, tablet.trimmed_row_count,
+                                                   tablet.last_chunk)))
+                            ordered.append(conn, self.storage, table_id, tablet, node.table.schema, rows, commit_ts)
+                    for table_id, writes in tx.sorted_writes.items():
+                        node = self.cypress.by_id[table_id]
+                        assert node.table is not None
+                        for write in writes.values():
+                            sorted_tables.apply_write(conn, table_id, node.path, node.table.schema, write.key,
+                                                      write.row, write.update, commit_ts, horizon)
+                    self._persist_meta(conn)
+            except BaseException:
+                for tablet, (total, last_ts, cdw, trimmed, _last_chunk) in saved:
+                    tablet.total_row_count, tablet.last_write_ts = total, last_ts
+                    tablet.cumulative_data_weight, tablet.trimmed_row_count = cdw, trimmed
+                    tablet.last_chunk = None
+                raise
+            return commit_ts
+
+    def _live_table(self, table_id: str, tx: Transaction) -> Node:
+        node = self.cypress.by_id.get(table_id)
+        if node is None or node.table is None:
+            path = tx.table_paths.get(table_id, f"#{table_id}")
+            raise YtError(f"Table {path} was removed before the transaction committed",
+                          code=500, attributes={"transaction_id": tx.id})
+        return node
+
+    def write(self, tx: Transaction | None, apply: Any) -> None:
+        """Run ``apply(tx)`` in ``tx``, or in an implicit transaction committed right away."""
+        if tx is not None:
+            tx.busy += 1
+            try:
+                with self.lock:
+                    apply(tx)
+            finally:
+                tx.busy -= 1
+            return
+        implicit = self.implicit_transaction()
+        with self.lock:
+            apply(implicit)
+            self.commit(implicit)
+
+    # ----------------------------------------------------------------------------------------------------------
+    # Sorted reads
+
+    def lookup(self, node: Node, keys: list[dict[bytes, Any]], ts: int) -> Iterator[dict[bytes, Any] | None]:
+        """Rows for ``keys`` at ``ts`` (``None`` for missing keys)."""
+        table = node.table
+        assert table is not None
+        for key_row in keys:
+            key = sorted_tables.key_of(table.schema, key_row)
+            yield sorted_tables.lookup(self.storage, node.id, key, ts)
+
+
+def normalize_path(path: str) -> str:
+    """A table path without trailing slashes (``//tmp/q/`` -> ``//tmp/q``)."""
+    if len(path) > 2 and path.endswith("/"):
+        return path.rstrip("/")
+    return path
