@@ -27,7 +27,7 @@ def _produce(client, total: int, stop: threading.Event, console: Console) -> Non
         ]
         client.insert_rows(QUEUE, rows)
         sent += len(rows)
-        time.sleep(0.05)
+        time.sleep(0.2)
     console.log(f"producer: {sent} events written to {QUEUE}")
 
 
