@@ -27,19 +27,29 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ytqueue-bench-") as data_dir, LocalYtServer(data_dir) as server:
         client = make_yt_client(server.proxy)
         queue = "//tmp/bench/queue"
-        client.create("table", queue, recursive=True, attributes={
-            "dynamic": True, "tablet_count": args.tablets,
-            "schema": [{"name": "a", "type": "int64"}, {"name": "b", "type": "string"}]})
+        client.create(
+            "table",
+            queue,
+            recursive=True,
+            attributes={
+                "dynamic": True,
+                "tablet_count": args.tablets,
+                "schema": [{"name": "a", "type": "int64"}, {"name": "b", "type": "string"}],
+            },
+        )
         client.mount_table(queue, sync=True)
-        print(f"local server {server.proxy}; {args.rows:,} rows of {{a: int64, b: 20-byte string}}, "
-              f"{args.tablets} tablets, insert batches of {args.batch:,}, pulls of {args.pull:,}")
+        print(
+            f"local server {server.proxy}; {args.rows:,} rows of {{a: int64, b: 20-byte string}}, "
+            f"{args.tablets} tablets, insert batches of {args.batch:,}, pulls of {args.pull:,}"
+        )
 
         batches = []
         for start in range(0, args.rows, args.batch):
             count = min(args.batch, args.rows - start)
             tablet = (start // args.batch) % args.tablets
-            batches.append([{"$tablet_index": tablet, "a": i, "b": f"value-{i:014d}"}
-                            for i in range(start, start + count)])
+            batches.append(
+                [{"$tablet_index": tablet, "a": i, "b": f"value-{i:014d}"} for i in range(start, start + count)]
+            )
         began = time.perf_counter()
         for number, batch in enumerate(batches, 1):
             client.insert_rows(queue, batch)

@@ -32,29 +32,41 @@ def local(
 
 @app.command()
 def status(
-    queue: str = typer.Option(..., help="Queue path (YT) to report on."),
-    consumer: str = typer.Option(None, help="Consumer table whose committed offsets are shown."),
+    queue: str = typer.Option(None, help="YT queue path to report on."),
+    consumer: str = typer.Option(None, help="YT consumer table whose committed offsets are shown."),
     proxy: str = typer.Option(None, envvar="YT_PROXY", help="YT proxy (default: $YT_PROXY)."),
+    bootstrap_servers: str = typer.Option(None, "--bootstrap-servers", help="Kafka brokers (instead of YT)."),
+    topic: str = typer.Option(None, help="Kafka topic(s), comma-separated."),
+    group: str = typer.Option(None, help="Kafka consumer group whose committed offsets are shown."),
 ) -> None:
-    """Print committed offset, end and lag per partition as a table."""
+    """Print committed offset, end and lag per partition, for a YT consumer or a Kafka consumer group."""
     from spyt_queue.lag import backend_lag
-    from spyt_queue.yt.backend import YtConnection, YtQueueBackend
 
-    if not proxy:
-        raise typer.BadParameter("give --proxy or set YT_PROXY", param_hint="--proxy")
-    backend = YtQueueBackend(YtConnection(proxy), queue, consumer)
+    if bootstrap_servers:
+        from spyt_queue.kafka.backend import KafkaBackend
+        from spyt_queue.kafka.options import Subscription
+
+        if not topic or not group:
+            raise typer.BadParameter("Kafka status needs --topic and --group", param_hint="--topic/--group")
+        topics = tuple(t.strip() for t in topic.split(",") if t.strip())
+        backend = KafkaBackend(
+            {"bootstrap.servers": bootstrap_servers}, Subscription("subscribe", topics=topics), group
+        )
+        title = f"{topic} via group {group}"
+    else:
+        from spyt_queue.yt.backend import YtConnection, YtQueueBackend
+
+        if not proxy or not queue:
+            raise typer.BadParameter("give --queue and --proxy (or YT_PROXY), or --bootstrap-servers for Kafka")
+        backend = YtQueueBackend(YtConnection(proxy), queue, consumer)
+        title = queue + (f" via {consumer}" if consumer else "")
     rows = backend_lag(backend)
-    table = Table(title=f"{queue}" + (f" via {consumer}" if consumer else ""))
+    table = Table(title=title)
     for name in ("partition", "committed", "first row", "end", "lag"):
         table.add_column(name, justify="right")
     for row in rows:
-        table.add_row(
-            row.partition,
-            "-" if row.committed is None else str(row.committed),
-            str(row.lower),
-            str(row.upper),
-            str(row.lag),
-        )
+        committed = "-" if row.committed is None else str(row.committed)
+        table.add_row(row.partition, committed, str(row.lower), str(row.upper), str(row.lag))
     table.add_row("total", "", "", str(sum(r.upper for r in rows)), str(sum(r.lag for r in rows)), style="bold")
     console.print(table)
 

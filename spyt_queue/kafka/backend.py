@@ -193,8 +193,15 @@ class KafkaBackend(QueueBackend):
         return {k: PartitionBounds(lows[k], highs[k]) for k in keys}
 
     def offsets_for_timestamps(self, timestamps: Mapping[str, int]) -> dict[str, int | None]:
-        found = self._list_offsets({k: OffsetSpec.for_timestamp(int(ts)) for k, ts in timestamps.items()})
-        return {k: (None if v < 0 else v) for k, v in found.items()}
+        """First offset at or after each timestamp (ms), through a consumer's ``offsets_for_times``."""
+        if not timestamps:
+            return {}
+        request = [TopicPartition(*split_key(k), int(ts)) for k, ts in timestamps.items()]
+        with pooled_consumer(self.config) as consumer:
+            found = with_retries(
+                lambda: consumer.offsets_for_times(request, timeout=self.request_timeout_s), "offsets_for_times"
+            )
+        return {f"{tp.topic}:{tp.partition}": (None if tp.offset < 0 else int(tp.offset)) for tp in found}
 
     def committed(self) -> dict[str, int | None]:
         return with_retries(self._committed, "list_consumer_group_offsets")

@@ -12,17 +12,22 @@ from spyt_queue.local.state import DEFAULT_CLUSTER_NAME
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, serve until SIGINT/SIGTERM, print the ready line on stdout."""
-    parser = argparse.ArgumentParser(prog="python -m spyt_queue.local",
-                                     description="Local YTsaurus-compatible queue server (HTTP API v4).")
+    parser = argparse.ArgumentParser(
+        prog="python -m spyt_queue.local", description="Local YTsaurus-compatible queue server (HTTP API v4)."
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--data-dir", required=True, help="directory of the SQLite database")
-    parser.add_argument("--cluster-name", default=DEFAULT_CLUSTER_NAME,
-                        help="cluster name written as queue_cluster into consumer and producer rows")
+    parser.add_argument(
+        "--cluster-name",
+        default=DEFAULT_CLUSTER_NAME,
+        help="cluster name written as queue_cluster into consumer and producer rows",
+    )
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
 
     def ready(address: str) -> None:
         print(f"{READY_PREFIX}{address} data_dir={args.data_dir}", flush=True)

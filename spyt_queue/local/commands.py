@@ -34,8 +34,13 @@ class Descriptor:
 
     def to_json(self) -> dict[str, Any]:
         """The registry entry."""
-        return {"name": self.name, "input_type": self.input_type, "output_type": self.output_type,
-                "is_volatile": self.is_volatile, "is_heavy": self.is_heavy}
+        return {
+            "name": self.name,
+            "input_type": self.input_type,
+            "output_type": self.output_type,
+            "is_volatile": self.is_volatile,
+            "is_heavy": self.is_heavy,
+        }
 
 
 @dataclass
@@ -111,8 +116,7 @@ def _get(params: dict[str, Any], name: str, default: Any = None) -> Any:
 def _required(params: dict[str, Any], name: str) -> Any:
     value = _get(params, name)
     if value is None:
-        raise YtError(f"Error parsing parameters: missing required parameter {name!r}",
-                      attributes={"parameter": name})
+        raise YtError(f"Error parsing parameters: missing required parameter {name!r}", attributes={"parameter": name})
     return value
 
 
@@ -168,6 +172,17 @@ def _output_format(params: dict[str, Any]) -> Format:
     return parse_format(spec, "output_format") if spec is not None else Format("json", {})
 
 
+def _complex_type_mode(fmt: Format) -> str:
+    """The input format's ``complex_type_mode`` (``named`` by default, as ``TTableParserAdapter`` reads it)."""
+    mode = fmt.attributes.get("complex_type_mode", "named")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("named", "positional"):
+        raise YtError(
+            f'Error parsing input format: invalid complex_type_mode {mode!r}, expected one of "named", "positional"'
+        )
+    return mode
+
+
 def _input_format(params: dict[str, Any], default: str = "yson") -> Format:
     spec = _get(params, "input_format")
     return parse_format(spec, "input_format") if spec is not None else Format(default, {})
@@ -208,8 +223,7 @@ def _commit_transaction(state: State, req: Request) -> Result:
     if tx.type == "master":
         return Result({})
     commit_ts = state.commit(tx)
-    return Result({"primary_commit_timestamp": yson.YsonUint64(commit_ts),
-                   "commit_timestamps": {}})
+    return Result({"primary_commit_timestamp": yson.YsonUint64(commit_ts), "commit_timestamps": {}})
 
 
 def _abort_transaction(state: State, req: Request) -> Result:
@@ -238,8 +252,14 @@ def _create(state: State, req: Request) -> Result:
     node_type = _str(params, "type")
     path = _plain_path(params)
     attributes = _get(params, "attributes") or {}
-    node_id = state.create(node_type, path, _bool(params, "recursive"), _bool(params, "ignore_existing"),
-                           _bool(params, "force"), dict(attributes))
+    node_id = state.create(
+        node_type,
+        path,
+        _bool(params, "recursive"),
+        _bool(params, "ignore_existing"),
+        _bool(params, "force"),
+        dict(attributes),
+    )
     return Result({"node_id": node_id})
 
 
@@ -276,7 +296,9 @@ def _set(state: State, req: Request) -> Result:
 def _modify_rows(state: State, req: Request, delete: bool) -> Result:
     params = req.params
     path = _plain_path(params)
-    rows = decode_rows(req.body, _input_format(params))
+    fmt = _input_format(params)
+    rows = decode_rows(req.body, fmt)
+    mode = _complex_type_mode(fmt)
     update = _bool(params, "update")
     tx = _tx(state, params)
     with state.lock:
@@ -286,9 +308,11 @@ def _modify_rows(state: State, req: Request, delete: bool) -> Result:
     if table.ordered:
         if delete:
             raise YtError(f"Table {node.path} is not sorted")
-        table.schema.validate_rows(rows, node.path, ordered=True)
+        table.schema.validate_rows(rows, node.path, ordered=True, complex_type_mode=mode)
     else:
-        table.schema.validate_rows(rows, node.path, ordered=False, keys_only=delete, partial=update)
+        table.schema.validate_rows(
+            rows, node.path, ordered=False, keys_only=delete, partial=update, complex_type_mode=mode
+        )
 
     def apply(target: Any) -> None:
         if table.ordered:
@@ -310,17 +334,27 @@ def _delete_rows(state: State, req: Request) -> Result:
 
 def _trim_rows(state: State, req: Request) -> Result:
     params = req.params
-    state.trim_rows(_plain_path(params), _int(params, "tablet_index", required=True) or 0,
-                    _int(params, "trimmed_row_count", required=True) or 0)
+    state.trim_rows(
+        _plain_path(params),
+        _int(params, "tablet_index", required=True) or 0,
+        _int(params, "trimmed_row_count", required=True) or 0,
+    )
     return Result({})
 
 
 def _select_rows(state: State, req: Request) -> Result:
     params = req.params
     fmt = _output_format(params)
-    chunks = reads.select(state, _str(params, "query"), fmt, _tx(state, params), _get(params, "timestamp"),
-                          _int(params, "input_row_limit"), _int(params, "output_row_limit"),
-                          _bool(params, "fail_on_incomplete_result", True))
+    chunks = reads.select(
+        state,
+        _str(params, "query"),
+        fmt,
+        _tx(state, params),
+        _get(params, "timestamp"),
+        _int(params, "input_row_limit"),
+        _int(params, "output_row_limit"),
+        _bool(params, "fail_on_incomplete_result", True),
+    )
     return Result(chunks=chunks, output_format=fmt)
 
 
@@ -329,9 +363,16 @@ def _lookup_rows(state: State, req: Request) -> Result:
     fmt = _output_format(params)
     keys = decode_rows(req.body, _input_format(params))
     column_names = _get(params, "column_names")
-    chunks = reads.lookup(state, _plain_path(params), keys, fmt, _tx(state, params), _get(params, "timestamp"),
-                          [str(c) for c in column_names] if column_names is not None else None,
-                          _bool(params, "keep_missing_rows"))
+    chunks = reads.lookup(
+        state,
+        _plain_path(params),
+        keys,
+        fmt,
+        _tx(state, params),
+        _get(params, "timestamp"),
+        [str(c) for c in column_names] if column_names is not None else None,
+        _bool(params, "keep_missing_rows"),
+    )
     return Result(chunks=chunks, output_format=fmt)
 
 
@@ -341,17 +382,24 @@ def _tablet_action(action: str) -> Callable[[State, Request], Result]:
         chosen = action
         if action == "mount" and _bool(params, "freeze"):
             chosen = "mount_frozen"
-        state.set_tablet_state(_plain_path(params), chosen, _int(params, "first_tablet_index"),
-                               _int(params, "last_tablet_index"))
+        state.set_tablet_state(
+            _plain_path(params), chosen, _int(params, "first_tablet_index"), _int(params, "last_tablet_index")
+        )
         return Result({})
+
     return handler
 
 
 def _reshard_table(state: State, req: Request) -> Result:
     params = req.params
-    state.reshard(_plain_path(params), _int(params, "tablet_count"), _get(params, "pivot_keys"),
-                  _get(params, "trimmed_row_counts"), _int(params, "first_tablet_index"),
-                  _int(params, "last_tablet_index"))
+    state.reshard(
+        _plain_path(params),
+        _int(params, "tablet_count"),
+        _get(params, "pivot_keys"),
+        _get(params, "trimmed_row_counts"),
+        _int(params, "first_tablet_index"),
+        _int(params, "last_tablet_index"),
+    )
     return Result({})
 
 
@@ -363,8 +411,13 @@ def _get_tablet_infos(state: State, req: Request) -> Result:
 def _register(state: State, req: Request) -> Result:
     params = req.params
     partitions = _get(params, "partitions")
-    queues.register(state, _path(params, "queue_path"), _path(params, "consumer_path"),
-                    _bool(params, "vital"), list(partitions) if partitions is not None else None)
+    queues.register(
+        state,
+        _path(params, "queue_path"),
+        _path(params, "consumer_path"),
+        _bool(params, "vital"),
+        list(partitions) if partitions is not None else None,
+    )
     return Result({})
 
 
@@ -386,43 +439,73 @@ def _pull(with_consumer: bool) -> Callable[[State, Request], Result]:
         fmt = _output_format(params)
         consumer = _path(params, "consumer_path") if with_consumer else None
         chunks, response_parameters = queues.pull(
-            state, _path(params, "queue_path"), _int(params, "offset", required=not with_consumer),
-            _int(params, "partition_index", required=True) or 0, _int(params, "max_row_count"),
-            _int(params, "max_data_weight"), _int(params, "data_weight_per_row_hint"), fmt, consumer)
+            state,
+            _path(params, "queue_path"),
+            _int(params, "offset", required=not with_consumer),
+            _int(params, "partition_index", required=True) or 0,
+            _int(params, "max_row_count"),
+            _int(params, "max_data_weight"),
+            _int(params, "data_weight_per_row_hint"),
+            fmt,
+            consumer,
+        )
         return Result(chunks=chunks, output_format=fmt, response_parameters=response_parameters)
+
     return handler
 
 
 def _advance(state: State, req: Request) -> Result:
     params = req.params
-    queues.advance(state, _path(params, "consumer_path"), _path(params, "queue_path"),
-                   _int(params, "partition_index", required=True) or 0, _int(params, "old_offset"),
-                   _int(params, "new_offset", required=True) or 0, _bool(params, "client_side", True),
-                   _tx(state, params))
+    queues.advance(
+        state,
+        _path(params, "consumer_path"),
+        _path(params, "queue_path"),
+        _int(params, "partition_index", required=True) or 0,
+        _int(params, "old_offset"),
+        _int(params, "new_offset", required=True) or 0,
+        _bool(params, "client_side", True),
+        _tx(state, params),
+    )
     return Result({})
 
 
 def _create_producer_session(state: State, req: Request) -> Result:
     params = req.params
-    result = producer.create_session(state, _path(params, "producer_path"), _path(params, "queue_path"),
-                                     _str(params, "session_id"), _get(params, "user_meta"))
+    result = producer.create_session(
+        state,
+        _path(params, "producer_path"),
+        _path(params, "queue_path"),
+        _str(params, "session_id"),
+        _get(params, "user_meta"),
+    )
     result["user_meta"] = producer.as_structured(result["user_meta"])
     return Result(result)
 
 
 def _remove_producer_session(state: State, req: Request) -> Result:
     params = req.params
-    producer.remove_session(state, _path(params, "producer_path"), _path(params, "queue_path"),
-                            _str(params, "session_id"))
+    producer.remove_session(
+        state, _path(params, "producer_path"), _path(params, "queue_path"), _str(params, "session_id")
+    )
     return Result({})
 
 
 def _push_producer(state: State, req: Request) -> Result:
     params = req.params
-    rows = decode_rows(req.body, _input_format(params))
-    result = producer.push(state, _path(params, "producer_path"), _path(params, "queue_path"),
-                           _str(params, "session_id"), _int(params, "epoch", required=True) or 0, rows,
-                           _int(params, "sequence_number"), _get(params, "user_meta"), _tx(state, params))
+    fmt = _input_format(params)
+    rows = decode_rows(req.body, fmt)
+    result = producer.push(
+        state,
+        _path(params, "producer_path"),
+        _path(params, "queue_path"),
+        _str(params, "session_id"),
+        _int(params, "epoch", required=True) or 0,
+        rows,
+        _int(params, "sequence_number"),
+        _get(params, "user_meta"),
+        _tx(state, params),
+        complex_type_mode=_complex_type_mode(fmt),
+    )
     return Result(result)
 
 

@@ -18,14 +18,35 @@ from spyt_queue.local.errors import ALREADY_EXISTS, RESOLVE_ERROR, YtError, reso
 from spyt_queue.local.schema import TableSchema
 from spyt_queue.local.ypath import join, split_path
 
-SCALAR_TYPES = ("string_node", "int64_node", "uint64_node", "double_node", "boolean_node", "list_node",
-                "document")
+SCALAR_TYPES = ("string_node", "int64_node", "uint64_node", "double_node", "boolean_node", "list_node", "document")
 # Builtin attributes that ``set`` may not change.
 READ_ONLY_ATTRIBUTES = {
-    "id", "type", "path", "key", "parent_id", "creation_time", "modification_time", "access_time", "schema",
-    "dynamic", "sorted", "key_columns", "sorted_by", "tablet_state", "actual_tablet_state",
-    "expected_tablet_state", "tablet_count", "tablets", "pivot_keys", "row_count", "chunk_row_count",
-    "ref_counter", "owner", "count", "unmerged_row_count", "value",
+    "id",
+    "type",
+    "path",
+    "key",
+    "parent_id",
+    "creation_time",
+    "modification_time",
+    "access_time",
+    "schema",
+    "dynamic",
+    "sorted",
+    "key_columns",
+    "sorted_by",
+    "tablet_state",
+    "actual_tablet_state",
+    "expected_tablet_state",
+    "tablet_count",
+    "tablets",
+    "pivot_keys",
+    "row_count",
+    "chunk_row_count",
+    "ref_counter",
+    "owner",
+    "count",
+    "unmerged_row_count",
+    "value",
 }
 
 
@@ -93,8 +114,12 @@ class Cypress:
 
     def __init__(self, id_generator: ids.IdGenerator) -> None:
         self._ids = id_generator
-        self.root = Node("/", ids.format_id(0, ids.NODE_TYPE_CODES["map_node"], 0), "map_node",
-                         sys={"creation_time": _now(), "modification_time": _now()})
+        self.root = Node(
+            "/",
+            ids.format_id(0, ids.NODE_TYPE_CODES["map_node"], 0),
+            "map_node",
+            sys={"creation_time": _now(), "modification_time": _now()},
+        )
         self.by_id: dict[str, Node] = {self.root.id: self.root}
 
     # ----------------------------------------------------------------------------------------------------------
@@ -114,8 +139,11 @@ class Cypress:
             node = Node(path, node_id, node_type, dict(attrs), dict(sys_data))
             if node_type == "table":
                 table_sys = sys_data["table"]
-                node.table = TableMeta(TableSchema.from_storage(table_sys["schema"]), bool(table_sys["dynamic"]),
-                                       pivot_keys=list(table_sys.get("pivot_keys") or []))
+                node.table = TableMeta(
+                    TableSchema.from_storage(table_sys["schema"]),
+                    bool(table_sys["dynamic"]),
+                    pivot_keys=list(table_sys.get("pivot_keys") or []),
+                )
             parent.children[components[-1]] = node
             self.by_id[node_id] = node
 
@@ -123,10 +151,15 @@ class Cypress:
         """Write one node (and its table metadata) through ``conn``."""
         sys_data = dict(node.sys)
         if node.table is not None:
-            sys_data["table"] = {"schema": node.table.schema.to_storage(), "dynamic": node.table.dynamic,
-                                 "pivot_keys": node.table.pivot_keys}
-        conn.execute("INSERT OR REPLACE INTO nodes (path, id, type, sys, attrs) VALUES (?, ?, ?, ?, ?)",
-                     (node.path, node.id, node.type, yson.dumps(sys_data), yson.dumps(node.attrs)))
+            sys_data["table"] = {
+                "schema": node.table.schema.to_storage(),
+                "dynamic": node.table.dynamic,
+                "pivot_keys": node.table.pivot_keys,
+            }
+        conn.execute(
+            "INSERT OR REPLACE INTO nodes (path, id, type, sys, attrs) VALUES (?, ?, ?, ?, ?)",
+            (node.path, node.id, node.type, yson.dumps(sys_data), yson.dumps(node.attrs)),
+        )
 
     def persist_subtree(self, conn: sqlite3.Connection, node: Node) -> None:
         """Write a node and all its descendants."""
@@ -148,16 +181,17 @@ class Cypress:
             if node.type == "map_node":
                 child = node.children.get(name)
                 if child is None:
-                    raise resolve_error(full_path, f"Node {self._display(node)} has no child with key \"{name}\"")
+                    raise resolve_error(full_path, f'Node {self._display(node)} has no child with key "{name}"')
                 node = child
             elif node.type in ("list_node", "document"):
-                raise YtError(f"Cannot resolve into node {self._display(node)} of type {node.type}: "
-                              "the local server stores scalar and document values as a whole",
-                              code=RESOLVE_ERROR)
+                raise YtError(
+                    f"Cannot resolve into node {self._display(node)} of type {node.type}: "
+                    "the local server stores scalar and document values as a whole",
+                    code=RESOLVE_ERROR,
+                )
             else:
                 rest = "/".join(components[index:])
-                raise resolve_error(full_path, f"Node {self._display(node)} cannot have children "
-                                               f"(unexpected \"{rest}\")")
+                raise resolve_error(full_path, f'Node {self._display(node)} cannot have children (unexpected "{rest}")')
         return node
 
     @staticmethod
@@ -182,8 +216,9 @@ class Cypress:
         """A table node at ``path``; error if the node is not a table."""
         node = self.resolve(path)
         if node.table is None:
-            raise YtError(f"Node {node.path} is not a table (it has type {node.type!r})",
-                          attributes={"path": node.path})
+            raise YtError(
+                f"Node {node.path} is not a table (it has type {node.type!r})", attributes={"path": node.path}
+            )
         return node
 
     # ----------------------------------------------------------------------------------------------------------
@@ -192,35 +227,65 @@ class Cypress:
     def builtin_attributes(self, node: Node) -> dict[str, Any]:
         """System attributes of a node as the local server models them."""
         result: dict[str, Any] = {
-            "id": node.id, "type": node.type, "path": node.path, "key": node.key, "owner": "root",
-            "creation_time": node.sys.get("creation_time"), "modification_time": node.sys.get("modification_time"),
-            "access_time": node.sys.get("modification_time"), "ref_counter": 1, "account": "tmp",
-            "acl": [], "inherit_acl": True, "revision": 0,
+            "id": node.id,
+            "type": node.type,
+            "path": node.path,
+            "key": node.key,
+            "owner": "root",
+            "creation_time": node.sys.get("creation_time"),
+            "modification_time": node.sys.get("modification_time"),
+            "access_time": node.sys.get("modification_time"),
+            "ref_counter": 1,
+            "account": "tmp",
+            "acl": [],
+            "inherit_acl": True,
+            "revision": 0,
         }
         if node.type == "map_node":
             result["count"] = len(node.children)
         table = node.table
         if table is not None:
             schema = table.schema
-            result.update({
-                "dynamic": table.dynamic, "schema": schema.to_yson(), "schema_mode": "strong",
-                "sorted": schema.sorted, "key_columns": schema.key_names, "optimize_for": "lookup",
-                "compression_codec": "lz4", "erasure_codec": "none", "replication_factor": 1,
-                "treat_as_queue_consumer": False, "treat_as_queue_producer": False,
-                "chunk_count": 0, "chunk_row_count": 0, "row_count": 0, "data_weight": 0,
-                "uncompressed_data_size": 0, "compressed_data_size": 0, "unique_keys": schema.unique_keys,
-            })
+            result.update(
+                {
+                    "dynamic": table.dynamic,
+                    "schema": schema.to_yson(),
+                    "schema_mode": "strong",
+                    "sorted": schema.sorted,
+                    "key_columns": schema.key_names,
+                    "optimize_for": "lookup",
+                    "compression_codec": "lz4",
+                    "erasure_codec": "none",
+                    "replication_factor": 1,
+                    "treat_as_queue_consumer": False,
+                    "treat_as_queue_producer": False,
+                    "chunk_count": 0,
+                    "chunk_row_count": 0,
+                    "row_count": 0,
+                    "data_weight": 0,
+                    "uncompressed_data_size": 0,
+                    "compressed_data_size": 0,
+                    "unique_keys": schema.unique_keys,
+                }
+            )
             if schema.sorted:
                 result["sorted_by"] = schema.key_names
             if table.dynamic:
                 state = table.tablet_state()
-                result.update({
-                    "tablet_state": state, "actual_tablet_state": state, "expected_tablet_state": state,
-                    "tablet_count": len(table.tablets), "tablet_cell_bundle": "default",
-                    "commit_ordering": "weak", "atomicity": "full", "in_memory_mode": "none",
-                    "enable_dynamic_store_read": True,
-                    "tablets": [self._tablet_info(table, t) for t in table.tablets],
-                })
+                result.update(
+                    {
+                        "tablet_state": state,
+                        "actual_tablet_state": state,
+                        "expected_tablet_state": state,
+                        "tablet_count": len(table.tablets),
+                        "tablet_cell_bundle": "default",
+                        "commit_ordering": "weak",
+                        "atomicity": "full",
+                        "in_memory_mode": "none",
+                        "enable_dynamic_store_read": True,
+                        "tablets": [self._tablet_info(table, t) for t in table.tablets],
+                    }
+                )
                 if schema.sorted:
                     result["pivot_keys"] = table.pivot_keys or [[]]
                 else:
@@ -235,12 +300,14 @@ class Cypress:
     @staticmethod
     def _tablet_info(table: TableMeta, tablet: Tablet) -> dict[str, Any]:
         info: dict[str, Any] = {
-            "index": tablet.index, "tablet_id": tablet.tablet_id, "state": tablet.state,
-            "cell_id": ids.format_id(1, 700, 0), "statistics": {"uncompressed_data_size": 0},
+            "index": tablet.index,
+            "tablet_id": tablet.tablet_id,
+            "state": tablet.state,
+            "cell_id": ids.format_id(1, 700, 0),
+            "statistics": {"uncompressed_data_size": 0},
         }
         if table.ordered:
-            info.update({"trimmed_row_count": tablet.trimmed_row_count,
-                         "flushed_row_count": tablet.total_row_count})
+            info.update({"trimmed_row_count": tablet.trimmed_row_count, "flushed_row_count": tablet.total_row_count})
         elif table.pivot_keys:
             info["pivot_key"] = table.pivot_keys[tablet.index] if tablet.index < len(table.pivot_keys) else []
         return info
@@ -258,7 +325,7 @@ class Cypress:
         name = attribute[0]
         attrs = self.attributes(node)
         if name not in attrs:
-            raise resolve_error(full_path, f"Attribute \"{name}\" is not found")
+            raise resolve_error(full_path, f'Attribute "{name}" is not found')
         value = attrs[name]
         for key in attribute[1:]:
             if isinstance(value, dict) and key in value:
@@ -266,7 +333,7 @@ class Cypress:
             elif isinstance(value, list) and key.lstrip("-").isdigit() and -len(value) <= int(key) < len(value):
                 value = value[int(key)]
             else:
-                raise resolve_error(full_path, f"Node /{'/'.join(attribute)} has no child with key \"{key}\"")
+                raise resolve_error(full_path, f'Node /{"/".join(attribute)} has no child with key "{key}"')
         return value
 
     # ----------------------------------------------------------------------------------------------------------
@@ -329,9 +396,19 @@ class Cypress:
     # ----------------------------------------------------------------------------------------------------------
     # Mutations
 
-    def create(self, conn: sqlite3.Connection, node_type: str, path: str, *, recursive: bool,
-               ignore_existing: bool, force: bool, attributes: dict[str, Any],
-               table: TableMeta | None = None, value: Any = None) -> tuple[Node, bool]:
+    def create(
+        self,
+        conn: sqlite3.Connection,
+        node_type: str,
+        path: str,
+        *,
+        recursive: bool,
+        ignore_existing: bool,
+        force: bool,
+        attributes: dict[str, Any],
+        table: TableMeta | None = None,
+        value: Any = None,
+    ) -> tuple[Node, bool]:
         """Create a node; returns ``(node, created)``. ``table`` carries table metadata for tables."""
         components, attribute = split_path(path)
         if attribute is not None or not components or components[0].startswith("#"):
@@ -343,15 +420,25 @@ class Cypress:
             if ignore_existing and existing.type == node_type:
                 return existing, False
             if ignore_existing:
-                raise YtError(f"{existing.path} already exists and has type \"{existing.type}\" while node of "
-                              f"\"{node_type}\" type is about to be created", code=ALREADY_EXISTS)
+                raise YtError(
+                    f'{existing.path} already exists and has type "{existing.type}" while node of '
+                    f'"{node_type}" type is about to be created',
+                    code=ALREADY_EXISTS,
+                )
             if not force:
-                raise YtError(f"Node {existing.path} already exists", code=ALREADY_EXISTS,
-                              attributes={"path": existing.path})
+                raise YtError(
+                    f"Node {existing.path} already exists", code=ALREADY_EXISTS, attributes={"path": existing.path}
+                )
             self.remove_node(conn, existing)
         type_code = ids.NODE_TYPE_CODES.get(node_type, ids.TYPE_TABLE)
-        node = Node(join(components), self._ids.generate(type_code), node_type, dict(attributes),
-                    {"creation_time": _now(), "modification_time": _now()}, table=table)
+        node = Node(
+            join(components),
+            self._ids.generate(type_code),
+            node_type,
+            dict(attributes),
+            {"creation_time": _now(), "modification_time": _now()},
+            table=table,
+        )
         if value is not None:
             node.sys["value"] = value
         parent.children[name] = node
@@ -359,8 +446,7 @@ class Cypress:
         self.persist(conn, node)
         return node, True
 
-    def _ensure_parent(self, conn: sqlite3.Connection, components: list[str], path: str,
-                       recursive: bool) -> Node:
+    def _ensure_parent(self, conn: sqlite3.Connection, components: list[str], path: str, recursive: bool) -> Node:
         node = self.root
         for index, name in enumerate(components[:-1]):
             if node.type != "map_node":
@@ -368,9 +454,13 @@ class Cypress:
             child = node.children.get(name)
             if child is None:
                 if not recursive:
-                    raise resolve_error(path, f"Node {self._display(node)} has no child with key \"{name}\"")
-                child = Node(join(components[:index + 1]), self._ids.generate(ids.NODE_TYPE_CODES["map_node"]),
-                             "map_node", sys={"creation_time": _now(), "modification_time": _now()})
+                    raise resolve_error(path, f'Node {self._display(node)} has no child with key "{name}"')
+                child = Node(
+                    join(components[: index + 1]),
+                    self._ids.generate(ids.NODE_TYPE_CODES["map_node"]),
+                    "map_node",
+                    sys={"creation_time": _now(), "modification_time": _now()},
+                )
                 node.children[name] = child
                 self.by_id[child.id] = child
                 self.persist(conn, child)
@@ -394,33 +484,35 @@ class Cypress:
             if current.table is not None:
                 removed_tables.append(current)
             stack.extend(current.children.values())
-        conn.execute("DELETE FROM nodes WHERE path = ? OR path LIKE ? ESCAPE '\\'",
-                     (node.path, _like_prefix(node.path)))
+        conn.execute(
+            "DELETE FROM nodes WHERE path = ? OR path LIKE ? ESCAPE '\\'", (node.path, _like_prefix(node.path))
+        )
         return removed_tables
 
-    def set_attribute(self, conn: sqlite3.Connection, node: Node, attribute: list[str], value: Any,
-                      full_path: str) -> None:
+    def set_attribute(
+        self, conn: sqlite3.Connection, node: Node, attribute: list[str], value: Any, full_path: str
+    ) -> None:
         """``set //node/@name[/sub]``."""
         if not attribute:
             if not isinstance(value, dict):
                 raise YtError("Attributes must be a map")
             for name in value:
                 if name in READ_ONLY_ATTRIBUTES:
-                    raise YtError(f"Builtin attribute \"{name}\" cannot be set")
+                    raise YtError(f'Builtin attribute "{name}" cannot be set')
             node.attrs = dict(value)
         else:
             name = attribute[0]
             if name in READ_ONLY_ATTRIBUTES:
-                raise YtError(f"Builtin attribute \"{name}\" cannot be set", attributes={"path": full_path})
+                raise YtError(f'Builtin attribute "{name}" cannot be set', attributes={"path": full_path})
             if len(attribute) == 1:
                 node.attrs[name] = value
             else:
                 if name not in node.attrs:
-                    raise resolve_error(full_path, f"Attribute \"{name}\" is not found")
+                    raise resolve_error(full_path, f'Attribute "{name}" is not found')
                 target = node.attrs[name]
                 for key in attribute[1:-1]:
                     if not isinstance(target, dict) or key not in target:
-                        raise resolve_error(full_path, f"Node has no child with key \"{key}\"")
+                        raise resolve_error(full_path, f'Node has no child with key "{key}"')
                     target = target[key]
                 if not isinstance(target, dict):
                     raise YtError(f"Cannot set {full_path}: the parent is not a map")
@@ -428,14 +520,15 @@ class Cypress:
         node.sys["modification_time"] = _now()
         self.persist(conn, node)
 
-    def remove_attribute(self, conn: sqlite3.Connection, node: Node, attribute: list[str], full_path: str,
-                         force: bool) -> None:
+    def remove_attribute(
+        self, conn: sqlite3.Connection, node: Node, attribute: list[str], full_path: str, force: bool
+    ) -> None:
         """``remove //node/@name``."""
         name = attribute[0] if attribute else ""
         if len(attribute) != 1 or name not in node.attrs:
             if force:
                 return
-            raise resolve_error(full_path, f"Attribute \"{name}\" is not found")
+            raise resolve_error(full_path, f'Attribute "{name}" is not found')
         del node.attrs[name]
         self.persist(conn, node)
 

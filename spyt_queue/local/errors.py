@@ -76,8 +76,9 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, dict):
-        return {(k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)): _jsonable(v)
-                for k, v in value.items()}
+        return {
+            (k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)): _jsonable(v) for k, v in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -87,17 +88,21 @@ def _jsonable(value: Any) -> Any:
 
 def wrap(message: str, inner: YtError, code: int | None = None, **attributes: Any) -> YtError:
     """An outer error with ``inner`` nested, keeping ``inner``'s code unless ``code`` is given."""
-    return YtError(message, code=inner.code if code is None else code, attributes=attributes,
-                   inner_errors=[inner])
+    return YtError(message, code=inner.code if code is None else code, attributes=attributes, inner_errors=[inner])
 
 
 def resolve_error(path: str, inner_message: str) -> YtError:
     """YT's resolve error: ``Error resolving path`` wrapping the precise reason (both code 500)."""
-    return YtError(f"Error resolving path {path}", code=RESOLVE_ERROR, attributes={"path": path},
-                   inner_errors=[YtError(inner_message, code=RESOLVE_ERROR)])
+    return YtError(
+        f"Error resolving path {path}",
+        code=RESOLVE_ERROR,
+        attributes={"path": path},
+        inner_errors=[YtError(inner_message, code=RESOLVE_ERROR)],
+    )
 
 
 def no_such_transaction(transaction_id: str) -> YtError:
     """Error 11000 for an unknown, finished or expired transaction."""
-    return YtError(f"No such transaction {transaction_id}", code=NO_SUCH_TRANSACTION,
-                   attributes={"transaction_id": transaction_id})
+    return YtError(
+        f"No such transaction {transaction_id}", code=NO_SUCH_TRANSACTION, attributes={"transaction_id": transaction_id}
+    )

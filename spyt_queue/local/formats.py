@@ -74,8 +74,9 @@ def parse_format(spec: Any, what: str = "format") -> Format:
     name = str.__str__(name)
     attributes = {_to_str(k): v for k, v in attributes.items()}
     if name not in SUPPORTED_FORMATS:
-        raise YtError(f"Format {name!r} is not supported by the local server (supported: yson, json)",
-                      attributes={"format": name})
+        raise YtError(
+            f"Format {name!r} is not supported by the local server (supported: yson, json)", attributes={"format": name}
+        )
     if name == "yson" and str(attributes.get("format", "binary")) not in YSON_CONTENT_TYPES:
         raise YtError(f"Invalid YSON format {attributes.get('format')!r}")
     return Format(str(name), attributes)
@@ -188,13 +189,17 @@ def decode_rows(data: bytes, fmt: Format) -> list[dict[bytes, Any]]:
     try:
         if fmt.name == "yson":
             if _bindings is not None:
-                rows = list(_bindings.loads(data, yson_type="list_fragment", encoding=None,
-                                            always_create_attributes=False))
+                rows = list(
+                    _bindings.loads(data, yson_type="list_fragment", encoding=None, always_create_attributes=False)
+                )
             else:  # pragma: no cover
                 rows = list(yson.loads(data, yson_type="list_fragment", encoding=None))
         else:
-            rows = [_json_input_value(json.loads(line), fmt.encode_utf8, as_bytes=True)
-                    for line in data.splitlines() if line.strip()]
+            rows = [
+                _json_input_value(json.loads(line), fmt.encode_utf8, as_bytes=True)
+                for line in data.splitlines()
+                if line.strip()
+            ]
     except YtError:
         raise
     except Exception as exc:
@@ -215,8 +220,10 @@ def _json_input_value(value: Any, encode_utf8: bool, as_bytes: bool) -> Any:
             if attributes:
                 return yson.to_yson_type(inner, attributes=_json_input_value(attributes, encode_utf8, as_bytes))
             return inner
-        return {_json_input_value(k, encode_utf8, as_bytes): _json_input_value(v, encode_utf8, as_bytes)
-                for k, v in value.items()}
+        return {
+            _json_input_value(k, encode_utf8, as_bytes): _json_input_value(v, encode_utf8, as_bytes)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_json_input_value(v, encode_utf8, as_bytes) for v in value]
     if isinstance(value, str):
@@ -248,8 +255,7 @@ def loads_fragment(data: bytes) -> list[Any]:
     if not data:
         return []
     if _bindings is not None:
-        return list(_bindings.loads(data, yson_type="list_fragment", encoding=None,
-                                    always_create_attributes=False))
+        return list(_bindings.loads(data, yson_type="list_fragment", encoding=None, always_create_attributes=False))
     return list(yson.loads(data, yson_type="list_fragment", encoding=None))  # pragma: no cover
 
 

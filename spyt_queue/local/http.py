@@ -102,7 +102,7 @@ class Handler(BaseHTTPRequestHandler):
                 return zlib.decompressobj(wbits=-15).decompress(body)
         if encoding == "br":
             if brotli is None:
-                raise YtError("Content encoding \"br\" needs the brotli module on the server")
+                raise YtError('Content encoding "br" needs the brotli module on the server')
             return brotli.decompress(body)
         raise YtError(f"Unsupported content encoding {encoding!r}")
 
@@ -136,7 +136,7 @@ class Handler(BaseHTTPRequestHandler):
                     raise YtError("API v3 is not supported by the local server; use api/v4")
                 self._send_raw(404, b"Not found", "text/plain")
                 return
-            name = path[len("/api/v4/"):]
+            name = path[len("/api/v4/") :]
             header_format = header_format_of(self.headers.get("X-YT-Header-Format"))
             params: dict[str, Any] = {}
             for key, values in urllib.parse.parse_qs(url.query).items():
@@ -152,8 +152,9 @@ class Handler(BaseHTTPRequestHandler):
                 data = self._decode_body(body)
             descriptor = commands.BY_NAME.get(name)
             if descriptor is None:
-                raise YtError(f"Command {name!r} is not supported by the local YTsaurus server",
-                              attributes={"command": name})
+                raise YtError(
+                    f"Command {name!r} is not supported by the local YTsaurus server", attributes={"command": name}
+                )
             result = commands.execute(self.server.state, commands.Request(name, params, data, header_format))
             self._send_result(result, header_format)
         except YtError as exc:
@@ -235,8 +236,10 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         except Exception as exc:  # the response has started: report the error in trailers
             error = exc if isinstance(exc, YtError) else YtError(f"Internal error of the local server: {exc!r}")
-            trailer = (f"X-YT-Error: {error.to_json()}\r\nX-YT-Response-Code: {error.code}\r\n"
-                       f"X-YT-Response-Message: {_header_safe(error.message)}\r\n\r\n")
+            trailer = (
+                f"X-YT-Error: {error.to_json()}\r\nX-YT-Response-Code: {error.code}\r\n"
+                f"X-YT-Response-Message: {_header_safe(error.message)}\r\n\r\n"
+            )
             try:
                 self.wfile.write(b"0\r\n" + trailer.encode("latin-1"))
             except OSError:

@@ -29,12 +29,27 @@ def persist_tablet(conn: sqlite3.Connection, table_id: str, tablet: Tablet) -> N
     conn.execute(
         "INSERT OR REPLACE INTO tablets (table_id, tablet, state, total_row_count, trimmed_row_count, "
         "last_write_ts, cumulative_data_weight) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (table_id, tablet.index, tablet.state, tablet.total_row_count, tablet.trimmed_row_count,
-         tablet.last_write_ts, tablet.cumulative_data_weight))
+        (
+            table_id,
+            tablet.index,
+            tablet.state,
+            tablet.total_row_count,
+            tablet.trimmed_row_count,
+            tablet.last_write_ts,
+            tablet.cumulative_data_weight,
+        ),
+    )
 
 
-def append(conn: sqlite3.Connection, storage: Storage, table_id: str, tablet: Tablet, schema: TableSchema,
-           rows: list[dict[bytes, Any]], commit_ts: int) -> None:
+def append(
+    conn: sqlite3.Connection,
+    storage: Storage,
+    table_id: str,
+    tablet: Tablet,
+    schema: TableSchema,
+    rows: list[dict[bytes, Any]],
+    commit_ts: int,
+) -> None:
     """Append validated rows to a tablet at commit: assign row indexes, stamp system columns, store chunks."""
     if not rows:
         return
@@ -56,7 +71,7 @@ def append(conn: sqlite3.Connection, storage: Storage, table_id: str, tablet: Ta
     if schema.has_cumulative_data_weight:
         total = tablet.cumulative_data_weight
         for row in rows:
-            total += row_data_weight(row, names)
+            total += row_data_weight(row, names, schema.weighers)
             row[CUMULATIVE_DATA_WEIGHT] = total
         tablet.cumulative_data_weight = total
     position = 0
@@ -66,15 +81,19 @@ def append(conn: sqlite3.Connection, storage: Storage, table_id: str, tablet: Ta
     if last and last[1] < CHUNK_ROWS and len(last[2]) < CHUNK_BYTES and last[0] + last[1] == first:
         take = min(CHUNK_ROWS - last[1], len(rows))
         data = last[2] + dumps_fragment(rows[:take])
-        conn.execute("UPDATE chunks SET row_count = ?, data = ? WHERE table_id = ? AND tablet = ? "
-                     "AND first_row = ?", (last[1] + take, data, table_id, index, last[0]))
+        conn.execute(
+            "UPDATE chunks SET row_count = ?, data = ? WHERE table_id = ? AND tablet = ? AND first_row = ?",
+            (last[1] + take, data, table_id, index, last[0]),
+        )
         last = (last[0], last[1] + take, data)
         position = take
     while position < len(rows):
-        group = rows[position:position + CHUNK_ROWS]
+        group = rows[position : position + CHUNK_ROWS]
         for chunk_first, chunk_rows, data in _encode(group, first + position):
-            conn.execute("INSERT INTO chunks (table_id, tablet, first_row, row_count, data) VALUES (?, ?, ?, ?, ?)",
-                         (table_id, index, chunk_first, chunk_rows, data))
+            conn.execute(
+                "INSERT INTO chunks (table_id, tablet, first_row, row_count, data) VALUES (?, ?, ?, ?, ?)",
+                (table_id, index, chunk_first, chunk_rows, data),
+            )
             last = (chunk_first, chunk_rows, data)
         position += len(group)
     tablet.last_chunk = last
@@ -93,8 +112,9 @@ def _encode(rows: list[dict[bytes, Any]], first_row: int) -> Iterator[tuple[int,
     yield from _encode(rows[half:], first_row + half)
 
 
-def read_slices(storage: Storage, table_id: str, tablet: int, begin: int,
-                end: int) -> Iterator[tuple[bytes | None, list[dict[bytes, Any]] | None]]:
+def read_slices(
+    storage: Storage, table_id: str, tablet: int, begin: int, end: int
+) -> Iterator[tuple[bytes | None, list[dict[bytes, Any]] | None]]:
     """Rows ``[begin, end)`` of a tablet as ``(whole_chunk_bytes, None)`` or ``(None, decoded_rows)``."""
     if begin >= end:
         return
@@ -120,7 +140,8 @@ def first_available(storage: Storage, table_id: str, tablet: Tablet, begin: int)
     start = max(begin, tablet.trimmed_row_count)
     row = storage.reader.execute(
         "SELECT min(first_row) FROM chunks WHERE table_id = ? AND tablet = ? AND first_row + row_count > ?",
-        (table_id, tablet.index, start)).fetchone()
+        (table_id, tablet.index, start),
+    ).fetchone()
     if row is None or row[0] is None:
         return max(start, tablet.total_row_count) if start >= tablet.total_row_count else start
     return max(start, int(row[0]))
@@ -131,8 +152,10 @@ def trim(conn: sqlite3.Connection, table_id: str, tablet: Tablet, trimmed_row_co
     if trimmed_row_count <= tablet.trimmed_row_count:
         return
     tablet.trimmed_row_count = trimmed_row_count
-    conn.execute("DELETE FROM chunks WHERE table_id = ? AND tablet = ? AND first_row + row_count <= ?",
-                 (table_id, tablet.index, trimmed_row_count))
+    conn.execute(
+        "DELETE FROM chunks WHERE table_id = ? AND tablet = ? AND first_row + row_count <= ?",
+        (table_id, tablet.index, trimmed_row_count),
+    )
     if tablet.last_chunk and tablet.last_chunk[0] + tablet.last_chunk[1] <= trimmed_row_count:
         tablet.last_chunk = ()
     persist_tablet(conn, table_id, tablet)

@@ -21,16 +21,19 @@ def _producer(state: State, path: str) -> Node:
     node = state.dynamic_table(path)
     assert node.table is not None
     if not same_schema(node.table.schema, PRODUCER_SCHEMA):
-        raise YtError("Table schema is not recognized as a valid producer schema",
-                      attributes={"expected_schema": PRODUCER_SCHEMA.to_yson(),
-                                  "actual_schema": node.table.schema.to_yson()})
+        raise YtError(
+            "Table schema is not recognized as a valid producer schema",
+            attributes={"expected_schema": PRODUCER_SCHEMA.to_yson(), "actual_schema": node.table.schema.to_yson()},
+        )
     return node
 
 
 def _key(state: State, queue: RichPath, session_id: str) -> dict[bytes, Any]:
-    return {b"queue_cluster": (queue.cluster or state.cluster_name).encode("utf-8"),
-            b"queue_path": normalize_path(queue.path).encode("utf-8"),
-            b"session_id": session_id.encode("utf-8")}
+    return {
+        b"queue_cluster": (queue.cluster or state.cluster_name).encode("utf-8"),
+        b"queue_path": normalize_path(queue.path).encode("utf-8"),
+        b"session_id": session_id.encode("utf-8"),
+    }
 
 
 def _session(state: State, node: Node, key: dict[bytes, Any], ts: int) -> dict[bytes, Any] | None:
@@ -38,8 +41,9 @@ def _session(state: State, node: Node, key: dict[bytes, Any], ts: int) -> dict[b
     return sorted_tables.lookup(state.storage, node.id, sorted_tables.key_of(node.table.schema, key), ts)
 
 
-def create_session(state: State, producer: RichPath, queue: RichPath, session_id: str,
-                   user_meta: Any) -> dict[str, Any]:
+def create_session(
+    state: State, producer: RichPath, queue: RichPath, session_id: str, user_meta: Any
+) -> dict[str, Any]:
     """``create_queue_producer_session``: new sessions start at epoch 0, sequence -1; existing ones bump epoch."""
     producer_path = state.local_path(producer)
     state.local_path(queue)
@@ -54,13 +58,18 @@ def create_session(state: State, producer: RichPath, queue: RichPath, session_id
         if current is None:
             row.update({b"sequence_number": -1, b"epoch": 0, b"user_meta": user_meta})
         else:
-            row.update({b"sequence_number": int(current[b"sequence_number"]),
-                        b"epoch": int(current[b"epoch"]) + 1,
-                        b"user_meta": user_meta if user_meta is not None else current.get(b"user_meta"),
-                        b"system_meta": current.get(b"system_meta")})
+            row.update(
+                {
+                    b"sequence_number": int(current[b"sequence_number"]),
+                    b"epoch": int(current[b"epoch"]) + 1,
+                    b"user_meta": user_meta if user_meta is not None else current.get(b"user_meta"),
+                    b"system_meta": current.get(b"system_meta"),
+                }
+            )
         state.buffer_sorted(tx, node, [row], delete=False, update=False)
-        result.update({"epoch": row[b"epoch"], "sequence_number": row[b"sequence_number"],
-                       "user_meta": row[b"user_meta"]})
+        result.update(
+            {"epoch": row[b"epoch"], "sequence_number": row[b"sequence_number"], "user_meta": row[b"user_meta"]}
+        )
 
     state.write(None, apply)
     return result
@@ -74,16 +83,27 @@ def remove_session(state: State, producer: RichPath, queue: RichPath, session_id
         node = _producer(state, producer_path)
         key = _key(state, queue, session_id)
         if _session(state, node, key, tx.start_ts) is None:
-            raise YtError(f"Queue producer session {session_id!r} does not exist",
-                          attributes={"producer_path": producer_path, "session_id": session_id})
+            raise YtError(
+                f"Queue producer session {session_id!r} does not exist",
+                attributes={"producer_path": producer_path, "session_id": session_id},
+            )
         state.buffer_sorted(tx, node, [key], delete=True, update=False)
 
     state.write(None, apply)
 
 
-def push(state: State, producer: RichPath, queue: RichPath, session_id: str, epoch: int,
-         rows: list[dict[bytes, Any]], sequence_number: int | None, user_meta: Any,
-         tx: Transaction | None) -> dict[str, Any]:
+def push(
+    state: State,
+    producer: RichPath,
+    queue: RichPath,
+    session_id: str,
+    epoch: int,
+    rows: list[dict[bytes, Any]],
+    sequence_number: int | None,
+    user_meta: Any,
+    tx: Transaction | None,
+    complex_type_mode: str = "named",
+) -> dict[str, Any]:
     """``push_queue_producer``: rows at or below the session's sequence number are skipped."""
     producer_path = state.local_path(producer)
     queue_path = state.local_path(queue)
@@ -95,17 +115,25 @@ def push(state: State, producer: RichPath, queue: RichPath, session_id: str, epo
         snapshot = tx.start_ts if tx is not None else target.start_ts
         current = _session(state, node, key, snapshot)
         if current is None:
-            raise YtError(f"Queue producer session {session_id!r} for queue {queue_path} does not exist; create it "
-                          "with create_queue_producer_session", attributes={"session_id": session_id})
+            raise YtError(
+                f"Queue producer session {session_id!r} for queue {queue_path} does not exist; create it "
+                "with create_queue_producer_session",
+                attributes={"session_id": session_id},
+            )
         current_epoch = int(current[b"epoch"])
         if epoch < current_epoch:
-            raise YtError(f"Received epoch {epoch} is less than the current epoch {current_epoch} of session "
-                          f"{session_id!r} (zombie producer)", code=ZOMBIE_EPOCH,
-                          attributes={"epoch": epoch, "current_epoch": current_epoch})
+            raise YtError(
+                f"Received epoch {epoch} is less than the current epoch {current_epoch} of session "
+                f"{session_id!r} (zombie producer)",
+                code=ZOMBIE_EPOCH,
+                attributes={"epoch": epoch, "current_epoch": current_epoch},
+            )
         if epoch > current_epoch:
-            raise YtError(f"Received epoch {epoch} is greater than the current epoch {current_epoch} of session "
-                          f"{session_id!r}", code=INVALID_EPOCH,
-                          attributes={"epoch": epoch, "current_epoch": current_epoch})
+            raise YtError(
+                f"Received epoch {epoch} is greater than the current epoch {current_epoch} of session {session_id!r}",
+                code=INVALID_EPOCH,
+                attributes={"epoch": epoch, "current_epoch": current_epoch},
+            )
         stored = int(current[b"sequence_number"])
         last, skipped, keep = _validate_sequence(rows, stored, sequence_number)
         queue_node = state.dynamic_table(queue_path)
@@ -115,7 +143,7 @@ def push(state: State, producer: RichPath, queue: RichPath, session_id: str, epo
         if keep:
             for row in keep:
                 row.pop(SEQUENCE_NUMBER, None)
-            queue_node.table.schema.validate_rows(keep, queue_path, ordered=True)
+            queue_node.table.schema.validate_rows(keep, queue_path, ordered=True, complex_type_mode=complex_type_mode)
             state.buffer_ordered(target, queue_node, keep)
         if last > stored or user_meta is not None:
             update = dict(current)
@@ -129,8 +157,9 @@ def push(state: State, producer: RichPath, queue: RichPath, session_id: str, epo
     return result
 
 
-def _validate_sequence(rows: list[dict[bytes, Any]], stored: int,
-                       initial: int | None) -> tuple[int, int, list[dict[bytes, Any]]]:
+def _validate_sequence(
+    rows: list[dict[bytes, Any]], stored: int, initial: int | None
+) -> tuple[int, int, list[dict[bytes, Any]]]:
     """Sequence-number checks of ``ValidatePushQueueProducerRows``; returns (last, skipped, rows to write)."""
     next_number = initial
     last = -1
@@ -140,23 +169,30 @@ def _validate_sequence(rows: list[dict[bytes, Any]], stored: int,
         value = row.get(SEQUENCE_NUMBER)
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int):
-                raise YtError("Error parsing sequence number from row",
-                              inner_errors=[YtError(f"Cannot parse integer from {value!r}")])
+                raise YtError(
+                    "Error parsing sequence number from row",
+                    inner_errors=[YtError(f"Cannot parse integer from {value!r}")],
+                )
             if initial is not None:
-                raise YtError("Only one of explicit $sequence_number or initial sequence number can be set",
-                              code=INVALID_ROW_SEQUENCE_NUMBERS)
+                raise YtError(
+                    "Only one of explicit $sequence_number or initial sequence number can be set",
+                    code=INVALID_ROW_SEQUENCE_NUMBERS,
+                )
             number = int(value)
             if number < 0:
                 raise YtError(f"Sequence number {number} cannot be negative", code=INVALID_ROW_SEQUENCE_NUMBERS)
         else:
             if next_number is None:
-                raise YtError("There is no $sequence_number in the row and initial sequence number was not received",
-                              code=INVALID_ROW_SEQUENCE_NUMBERS)
+                raise YtError(
+                    "There is no $sequence_number in the row and initial sequence number was not received",
+                    code=INVALID_ROW_SEQUENCE_NUMBERS,
+                )
             number = next_number
             next_number += 1
         if number <= last:
-            raise YtError(f"Sequence numbers are not strongly monotonic: {number} <= {last}",
-                          code=INVALID_ROW_SEQUENCE_NUMBERS)
+            raise YtError(
+                f"Sequence numbers are not strongly monotonic: {number} <= {last}", code=INVALID_ROW_SEQUENCE_NUMBERS
+            )
         last = number
         if number <= stored:
             skipped += 1

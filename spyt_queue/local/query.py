@@ -24,18 +24,47 @@ import yt.yson as yson
 
 from spyt_queue.local.errors import YtError
 
-KEYWORDS = {"from", "where", "and", "or", "not", "between", "in", "order", "by", "asc", "desc", "limit",
-            "offset", "as", "group", "having", "join", "left", "with", "totals", "true", "false", "null",
-            "using", "on", "array", "union"}
+KEYWORDS = {
+    "from",
+    "where",
+    "and",
+    "or",
+    "not",
+    "between",
+    "in",
+    "order",
+    "by",
+    "asc",
+    "desc",
+    "limit",
+    "offset",
+    "as",
+    "group",
+    "having",
+    "join",
+    "left",
+    "with",
+    "totals",
+    "true",
+    "false",
+    "null",
+    "using",
+    "on",
+    "array",
+    "union",
+}
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>\s+)
   | (?P<bracket>\[(?:[^\]\\]|\\.)*\])
   | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<number>[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+|[0-9]+u?)
   | (?P<ident>[A-Za-z_$][A-Za-z0-9_$.]*)
   | (?P<op><=|>=|!=|<>|=|<|>|\(|\)|,|\*|\#|\+|-|/|%|\|\||\|)
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 @dataclass
@@ -54,8 +83,10 @@ def tokenize(query: str) -> list[Token]:
     while pos < len(query):
         match = _TOKEN.match(query, pos)
         if not match:
-            raise YtError(f"Error while parsing query: unexpected character {query[pos]!r} at position {pos}",
-                          attributes={"query": query})
+            raise YtError(
+                f"Error while parsing query: unexpected character {query[pos]!r} at position {pos}",
+                attributes={"query": query},
+            )
         pos = match.end()
         kind = match.lastgroup
         text = match.group()
@@ -82,8 +113,7 @@ def tokenize(query: str) -> list[Token]:
 
 
 def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(m.group(1), m.group(1)),
-                  text)
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(m.group(1), m.group(1)), text)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -193,12 +223,14 @@ class _Parser:
         return self.tokens[self.pos]
 
     def fail(self, message: str) -> YtError:
-        return YtError(f"Error while parsing query: {message}", attributes={"query": self.text,
-                                                                           "position": self.pos})
+        return YtError(f"Error while parsing query: {message}", attributes={"query": self.text, "position": self.pos})
 
     def unsupported(self, what: str) -> YtError:
-        return YtError(f"{what} not supported by the local YTsaurus server (see spyt_queue/local/README.md "
-                       "for the supported select_rows subset)", attributes={"query": self.text})
+        return YtError(
+            f"{what} not supported by the local YTsaurus server (see spyt_queue/local/README.md "
+            "for the supported select_rows subset)",
+            attributes={"query": self.text},
+        )
 
     def take(self, kind: str, value: Any = None) -> Token:
         token = self.tok
@@ -270,8 +302,7 @@ class _Parser:
             if self.tok.kind == "ident" and self.tokens[self.pos + 1].text == "(":
                 raise self.unsupported(f"Function {self.tok.text}() in the projection is")
             if self.tok.kind not in ("ident", "bracket"):
-                raise self.unsupported(f"Projection item {self.tok.text!r} (only column references are "
-                                       "supported) is")
+                raise self.unsupported(f"Projection item {self.tok.text!r} (only column references are supported) is")
             column = self.parse_column_name()
             if self.tok.kind == "op" and self.tok.value not in (",",):
                 raise self.unsupported("Expressions in the projection are")
@@ -337,7 +368,8 @@ class _Parser:
             self.take("op", ")")
             for value in values:
                 if not isinstance(value, (Literal, TupleExpr)) or (
-                        isinstance(value, TupleExpr) and not all(isinstance(i, Literal) for i in value.items)):
+                    isinstance(value, TupleExpr) and not all(isinstance(i, Literal) for i in value.items)
+                ):
                     raise self.unsupported("Non-constant values in IN lists are")
             return InList(left, values, negated)
         if negated:
@@ -403,9 +435,27 @@ def parse_query(text: str) -> Query:
 # Compilation to Python predicates
 
 
-_NUMERIC = {"int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8", "double", "float",
-            "date", "datetime", "timestamp", "interval"}
-_STRING = {"string", "utf8"}
+_NUMERIC = {
+    "int64",
+    "int32",
+    "int16",
+    "int8",
+    "uint64",
+    "uint32",
+    "uint16",
+    "uint8",
+    "double",
+    "float",
+    "date",
+    "datetime",
+    "timestamp",
+    "interval",
+    "date32",
+    "datetime64",
+    "timestamp64",
+    "interval64",
+}
+_STRING = {"string", "utf8", "json", "uuid"}
 
 
 def _kind_of_type(type_name: str | None) -> str | None:
@@ -472,8 +522,9 @@ class Compiler:
     def check_types(self, left: Any, right: Any) -> None:
         a, b = self.kind(left), self.kind(right)
         if a is not None and b is not None and "any" not in (a, b) and a != b:
-            raise YtError(f"Type mismatch in expression: cannot compare {a} with {b}",
-                          attributes={"query": self.query_text})
+            raise YtError(
+                f"Type mismatch in expression: cannot compare {a} with {b}", attributes={"query": self.query_text}
+            )
 
     def value(self, node: Any) -> Callable[[dict[bytes, Any]], Any]:
         if isinstance(node, ColumnRef):
@@ -538,8 +589,10 @@ class Compiler:
             return lambda row: getter(row) is None
         if isinstance(node, ColumnRef):
             if self.column_types.get(node.name) != "boolean":
-                raise YtError(f"Column {node.name!r} is not boolean and cannot be a predicate",
-                              attributes={"query": self.query_text})
+                raise YtError(
+                    f"Column {node.name!r} is not boolean and cannot be a predicate",
+                    attributes={"query": self.query_text},
+                )
             key = self.column(node.name)
             return lambda row: bool(row.get(key))
         if isinstance(node, Literal):
@@ -551,8 +604,12 @@ class Compiler:
 
 
 _COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "=": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
 }
 
 

@@ -38,17 +38,30 @@ def register(state: State, queue: RichPath, consumer: RichPath, vital: bool, par
     with state.lock:
         state.cypress.resolve_table(queue_path)
         state.cypress.resolve_table(consumer_path)
-        registration = Registration(state.cluster_name, queue_path, state.cluster_name, consumer_path, bool(vital),
-                                    [int(p) for p in partitions] if partitions is not None else None)
+        registration = Registration(
+            state.cluster_name,
+            queue_path,
+            state.cluster_name,
+            consumer_path,
+            bool(vital),
+            [int(p) for p in partitions] if partitions is not None else None,
+        )
         with state.storage.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO registrations (queue_cluster, queue_path, consumer_cluster, consumer_path, "
                 "vital, partitions) VALUES (?, ?, ?, ?, ?, ?)",
-                (registration.queue_cluster, registration.queue_path, registration.consumer_cluster,
-                 registration.consumer_path, int(registration.vital),
-                 yson.dumps(registration.partitions) if registration.partitions is not None else None))
-        state.registrations = [r for r in state.registrations
-                               if (r.queue_path, r.consumer_path) != (queue_path, consumer_path)]
+                (
+                    registration.queue_cluster,
+                    registration.queue_path,
+                    registration.consumer_cluster,
+                    registration.consumer_path,
+                    int(registration.vital),
+                    yson.dumps(registration.partitions) if registration.partitions is not None else None,
+                ),
+            )
+        state.registrations = [
+            r for r in state.registrations if (r.queue_path, r.consumer_path) != (queue_path, consumer_path)
+        ]
         state.registrations.append(registration)
 
 
@@ -56,10 +69,14 @@ def unregister(state: State, queue: RichPath, consumer: RichPath) -> None:
     """``unregister_queue_consumer`` (deleting an absent registration is a no-op, as a row delete is)."""
     queue_path, consumer_path = state.local_path(queue), state.local_path(consumer)
     with state.lock, state.storage.transaction() as conn:
-        conn.execute("DELETE FROM registrations WHERE queue_cluster = ? AND queue_path = ? AND consumer_cluster = ? "
-                     "AND consumer_path = ?", (state.cluster_name, queue_path, state.cluster_name, consumer_path))
-        state.registrations = [r for r in state.registrations
-                               if (r.queue_path, r.consumer_path) != (queue_path, consumer_path)]
+        conn.execute(
+            "DELETE FROM registrations WHERE queue_cluster = ? AND queue_path = ? AND consumer_cluster = ? "
+            "AND consumer_path = ?",
+            (state.cluster_name, queue_path, state.cluster_name, consumer_path),
+        )
+        state.registrations = [
+            r for r in state.registrations if (r.queue_path, r.consumer_path) != (queue_path, consumer_path)
+        ]
 
 
 def list_registrations(state: State, queue: RichPath | None, consumer: RichPath | None) -> list[dict[str, Any]]:
@@ -68,9 +85,12 @@ def list_registrations(state: State, queue: RichPath | None, consumer: RichPath 
     consumer_path = state.local_path(consumer) if consumer is not None else None
     with state.lock:
         return [
-            {"queue_path": _rich(r.queue_cluster, r.queue_path),
-             "consumer_path": _rich(r.consumer_cluster, r.consumer_path),
-             "vital": r.vital, "partitions": r.partitions}
+            {
+                "queue_path": _rich(r.queue_cluster, r.queue_path),
+                "consumer_path": _rich(r.consumer_cluster, r.consumer_path),
+                "vital": r.vital,
+                "partitions": r.partitions,
+            }
             for r in state.registrations
             if (queue_path is None or r.queue_path == queue_path)
             and (consumer_path is None or r.consumer_path == consumer_path)
@@ -81,24 +101,36 @@ def check_registered(state: State, queue_path: str, consumer_path: str, partitio
     """Error 901 unless the consumer is registered for the queue (and partition)."""
     for registration in state.registrations:
         if registration.queue_path == queue_path and registration.consumer_path == consumer_path:
-            if (partition_index is None or registration.partitions is None
-                    or partition_index in registration.partitions):
+            if partition_index is None or registration.partitions is None or partition_index in registration.partitions:
                 return
-            raise YtError(f"Consumer {_ref(state.cluster_name, consumer_path)} is not registered for partition "
-                          f"{partition_index} of queue {_ref(state.cluster_name, queue_path)}",
-                          code=AUTHORIZATION_ERROR)
-    raise YtError(f"Consumer {_ref(state.cluster_name, consumer_path)} is not registered for queue "
-                  f"{_ref(state.cluster_name, queue_path)}", code=AUTHORIZATION_ERROR,
-                  attributes={"queue_path": queue_path, "consumer_path": consumer_path})
+            raise YtError(
+                f"Consumer {_ref(state.cluster_name, consumer_path)} is not registered for partition "
+                f"{partition_index} of queue {_ref(state.cluster_name, queue_path)}",
+                code=AUTHORIZATION_ERROR,
+            )
+    raise YtError(
+        f"Consumer {_ref(state.cluster_name, consumer_path)} is not registered for queue "
+        f"{_ref(state.cluster_name, queue_path)}",
+        code=AUTHORIZATION_ERROR,
+        attributes={"queue_path": queue_path, "consumer_path": consumer_path},
+    )
 
 
 # --------------------------------------------------------------------------------------------------------------
 # Pull
 
 
-def pull(state: State, queue: RichPath, offset: int | None, partition_index: int, max_row_count: int | None,
-         max_data_weight: int | None, data_weight_per_row_hint: int | None, fmt: Format,
-         consumer: RichPath | None = None) -> tuple[Iterator[bytes], dict[str, Any]]:
+def pull(
+    state: State,
+    queue: RichPath,
+    offset: int | None,
+    partition_index: int,
+    max_row_count: int | None,
+    max_data_weight: int | None,
+    data_weight_per_row_hint: int | None,
+    fmt: Format,
+    consumer: RichPath | None = None,
+) -> tuple[Iterator[bytes], dict[str, Any]]:
     """Rows of one partition from ``offset`` (inclusive); a trimmed offset continues at the first kept row."""
     queue_path = state.local_path(queue)
     with state.lock:
@@ -112,17 +144,16 @@ def pull(state: State, queue: RichPath, offset: int | None, partition_index: int
             if offset is None:
                 offset = stored_offset(state, consumer_node, queue, queue_path, partition_index, None)
         if offset is None:
-            raise YtError("Missing required parameter \"offset\"")
+            raise YtError('Missing required parameter "offset"')
         if not table.ordered:
             raise YtError(f"Table {node.path} is not ordered")
         if offset < 0:
-            raise YtError(f"Cannot read table {node.path} at a negative offset {offset}",
-                          attributes={"offset": offset})
+            raise YtError(f"Cannot read table {node.path} at a negative offset {offset}", attributes={"offset": offset})
         tablet = state._tablet(node, partition_index)
         state.validate_mounted(node, tablet, write=False)
         count = DEFAULT_MAX_ROW_COUNT if max_row_count is None else int(max_row_count)
         if count <= 0:
-            raise YtError(f"\"max_row_count\" must be positive, got {count}")
+            raise YtError(f'"max_row_count" must be positive, got {count}')
         if data_weight_per_row_hint:
             weight = DEFAULT_MAX_DATA_WEIGHT if max_data_weight is None else int(max_data_weight)
             count = min(count, max(1, weight // max(1, int(data_weight_per_row_hint))))
@@ -131,17 +162,26 @@ def pull(state: State, queue: RichPath, offset: int | None, partition_index: int
         table_id = node.id
         index = tablet.index
         names = [c.bname for c in table.schema.data_columns]
+        weighers = table.schema.weighers
     if consumer is not None and begin < end:
         # pull_consumer reads through the tablet node API, which stops once max_data_weight is reached
         # (at least one row); pull_queue applies it only with data_weight_per_row_hint.
         limit = DEFAULT_MAX_DATA_WEIGHT if max_data_weight is None else int(max_data_weight)
-        end = _data_weight_end(state, table_id, index, begin, end, limit, names)
+        end = _data_weight_end(state, table_id, index, begin, end, limit, names, weighers)
     parameters = {"start_row_index": begin if begin < end else int(offset)}
     return _encode_slices(state, table_id, index, begin, end, fmt), parameters
 
 
-def _data_weight_end(state: State, table_id: str, tablet: int, begin: int, end: int, limit: int,
-                     names: list[bytes]) -> int:
+def _data_weight_end(
+    state: State,
+    table_id: str,
+    tablet: int,
+    begin: int,
+    end: int,
+    limit: int,
+    names: list[bytes],
+    weighers: dict[bytes, Any] | None = None,
+) -> int:
     """The end of the prefix of ``[begin, end)`` whose data weight first reaches ``limit`` (at least one row).
 
     A row's data weight never exceeds twice its stored binary YSON size, so small ranges skip the per-row work.
@@ -152,7 +192,7 @@ def _data_weight_end(state: State, table_id: str, tablet: int, begin: int, end: 
     remaining = limit
     position = begin
     for row in ordered.read_rows(state.storage, table_id, tablet, begin, end):
-        remaining -= row_data_weight(row, names)
+        remaining -= row_data_weight(row, names, weighers)
         position += 1
         if remaining <= 0:
             break
@@ -181,37 +221,53 @@ def consumer_schema_kind(node: Node) -> bool:
     table = node.table
     assert table is not None
     if not table.schema.unique_keys:
-        raise YtError("Consumer schema must have unique keys, schema does not",
-                      attributes={"actual_schema": table.schema.to_yson()})
+        raise YtError(
+            "Consumer schema must have unique keys, schema does not",
+            attributes={"actual_schema": table.schema.to_yson()},
+        )
     if same_schema(table.schema, CONSUMER_SCHEMA):
         return True
     if same_schema(table.schema, CONSUMER_SCHEMA_WITHOUT_META):
         return False
-    raise YtError("Table schema is not recognized as a valid consumer schema",
-                  attributes={"expected_schema": CONSUMER_SCHEMA.to_yson(), "actual_schema": table.schema.to_yson()})
+    raise YtError(
+        "Table schema is not recognized as a valid consumer schema",
+        attributes={"expected_schema": CONSUMER_SCHEMA.to_yson(), "actual_schema": table.schema.to_yson()},
+    )
 
 
 def _consumer_key(state: State, queue: RichPath, queue_path: str, partition_index: int) -> dict[bytes, Any]:
-    return {b"queue_cluster": (queue.cluster or state.cluster_name).encode("utf-8"),
-            b"queue_path": queue_path.encode("utf-8"),
-            b"partition_index": yson.YsonUint64(partition_index)}
+    return {
+        b"queue_cluster": (queue.cluster or state.cluster_name).encode("utf-8"),
+        b"queue_path": queue_path.encode("utf-8"),
+        b"partition_index": yson.YsonUint64(partition_index),
+    }
 
 
-def stored_offset(state: State, consumer: Node, queue: RichPath, queue_path: str, partition_index: int,
-                  tx: Transaction | None) -> int:
+def stored_offset(
+    state: State, consumer: Node, queue: RichPath, queue_path: str, partition_index: int, tx: Transaction | None
+) -> int:
     """The consumer's committed offset of a partition (a missing row or null offset counts as 0)."""
     consumer_schema_kind(consumer)
     key = _consumer_key(state, queue, queue_path, partition_index)
     assert consumer.table is not None
-    row = sorted_tables.lookup(state.storage, consumer.id, sorted_tables.key_of(consumer.table.schema, key),
-                               state.read_timestamp(tx))
+    row = sorted_tables.lookup(
+        state.storage, consumer.id, sorted_tables.key_of(consumer.table.schema, key), state.read_timestamp(tx)
+    )
     if row is None or row.get(b"offset") is None:
         return 0
     return int(row[b"offset"])
 
 
-def advance(state: State, consumer: RichPath, queue: RichPath, partition_index: int, old_offset: int | None,
-            new_offset: int, client_side: bool, tx: Transaction | None) -> None:
+def advance(
+    state: State,
+    consumer: RichPath,
+    queue: RichPath,
+    partition_index: int,
+    old_offset: int | None,
+    new_offset: int,
+    client_side: bool,
+    tx: Transaction | None,
+) -> None:
     """``advance_consumer``: optional compare-and-set on ``old_offset`` (error 3100), then an upsert."""
     consumer_path = state.local_path(consumer)
     queue_path = normalize(queue)
@@ -245,9 +301,14 @@ def advance(state: State, consumer: RichPath, queue: RichPath, partition_index: 
                     f"Offset conflict at partition {partition_index} of consumer {consumer_path}: "
                     f"expected offset {old_offset}, found offset {current}",
                     code=CONSUMER_OFFSET_CONFLICT,
-                    attributes={"partition": partition_index, "consumer": consumer_path,
-                                "expected_offset": old_offset, "current_offset": current,
-                                "current_offset_timestamp": yson.YsonUint64(current_ts)})
+                    attributes={
+                        "partition": partition_index,
+                        "consumer": consumer_path,
+                        "expected_offset": old_offset,
+                        "current_offset": current,
+                        "current_offset_timestamp": yson.YsonUint64(current_ts),
+                    },
+                )
         row = _consumer_key(state, queue, queue_path, partition_index)
         row[b"offset"] = yson.YsonUint64(new_offset)
         if has_meta:

@@ -20,9 +20,16 @@ DEFAULT_INPUT_ROW_LIMIT = 1_000_000
 DEFAULT_OUTPUT_ROW_LIMIT = 1_000_000
 
 
-def select(state: State, query_text: str, fmt: Format, tx: Transaction | None, timestamp: Any,
-           input_row_limit: int | None, output_row_limit: int | None,
-           fail_on_incomplete_result: bool) -> Iterator[bytes]:
+def select(
+    state: State,
+    query_text: str,
+    fmt: Format,
+    tx: Transaction | None,
+    timestamp: Any,
+    input_row_limit: int | None,
+    output_row_limit: int | None,
+    fail_on_incomplete_result: bool,
+) -> Iterator[bytes]:
     """Plan and validate a query now (errors surface before any output), then stream its rows."""
     query = parse_query(query_text)
     input_limit = DEFAULT_INPUT_ROW_LIMIT if input_row_limit is None else int(input_row_limit)
@@ -59,15 +66,18 @@ def select(state: State, query_text: str, fmt: Format, tx: Transaction | None, t
             total_input = state.storage.count_live_keys(node.id) if prefix is None else 0
             source = sorted_tables.scan(state.storage, node.id, ts, prefix)
     if total_input > input_limit and fail_on_incomplete_result:
-        raise YtError("Query terminated prematurely due to excessive input; consider rewriting your query or "
-                      "changing input limit", attributes={"input_row_limit": input_limit, "query": query_text})
+        raise YtError(
+            "Query terminated prematurely due to excessive input; consider rewriting your query or "
+            "changing input limit",
+            attributes={"input_row_limit": input_limit, "query": query_text},
+        )
     rows: Iterator[dict[bytes, Any]] = source
     if predicate is not None:
         rows = filter(predicate, rows)
     if query.order_by:
         assert query.limit is not None
         top = heapq.nsmallest(query.offset + query.limit, rows, key=sort_key(query.order_by))
-        rows = iter(top[query.offset:])
+        rows = iter(top[query.offset :])
     elif query.limit is not None:
         rows = itertools.islice(rows, query.limit)
     names = [(column.encode("utf-8"), alias.encode("utf-8")) for column, alias in output]
@@ -79,8 +89,11 @@ def _limit_output(rows: Iterator[dict[bytes, Any]], limit: int, fail: bool, quer
     for count, row in enumerate(rows):
         if count >= limit:
             if fail:
-                raise YtError("Query terminated prematurely due to excessive output; consider rewriting your query "
-                              "or changing output limit", attributes={"output_row_limit": limit, "query": query})
+                raise YtError(
+                    "Query terminated prematurely due to excessive output; consider rewriting your query "
+                    "or changing output limit",
+                    attributes={"output_row_limit": limit, "query": query},
+                )
             return
         yield row
 
@@ -118,8 +131,12 @@ def _sorted_prefix(schema: TableSchema, where: Any) -> bytes | None:
             left, right = item.left, item.right
             if isinstance(right, ColumnRef) and isinstance(left, Literal):
                 left, right = right, left
-            if isinstance(left, ColumnRef) and left.name == first.name and isinstance(right, Literal) \
-                    and right.value is not None:
+            if (
+                isinstance(left, ColumnRef)
+                and left.name == first.name
+                and isinstance(right, Literal)
+                and right.value is not None
+            ):
                 value = coerce_key_value(first, right.value)
                 try:
                     return encode_key([value])
@@ -128,8 +145,16 @@ def _sorted_prefix(schema: TableSchema, where: Any) -> bytes | None:
     return None
 
 
-def lookup(state: State, path: str, keys: list[dict[bytes, Any]], fmt: Format, tx: Transaction | None,
-           timestamp: Any, column_names: list[str] | None, keep_missing_rows: bool) -> Iterator[bytes]:
+def lookup(
+    state: State,
+    path: str,
+    keys: list[dict[bytes, Any]],
+    fmt: Format,
+    tx: Transaction | None,
+    timestamp: Any,
+    column_names: list[str] | None,
+    keep_missing_rows: bool,
+) -> Iterator[bytes]:
     """``lookup_rows``: rows in the order of ``keys``; missing ones skipped or kept as null."""
     with state.lock:
         node = state.dynamic_table(normalize_path(path))
@@ -142,8 +167,9 @@ def lookup(state: State, path: str, keys: list[dict[bytes, Any]], fmt: Format, t
         for key_row in keys:
             for column in schema.key_columns:
                 if column.bname not in key_row:
-                    raise YtError(f"Missing key column {column.name!r} in lookup key",
-                                  attributes={"table_path": node.path})
+                    raise YtError(
+                        f"Missing key column {column.name!r} in lookup key", attributes={"table_path": node.path}
+                    )
         schema.validate_rows(keys, node.path, ordered=False, keys_only=True)
         if column_names is not None:
             for name in column_names:

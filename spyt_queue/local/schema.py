@@ -8,26 +8,25 @@ from typing import Any
 
 import yt.yson as yson
 
+from spyt_queue.local import types
 from spyt_queue.local.errors import SCHEMA_VIOLATION, YtError
 from spyt_queue.local.formats import dumps_value
+from spyt_queue.local.types import (
+    INT_RANGES,
+    SIMPLE_V1,
+    UNSIGNED_TYPES,
+    V3_OF_V1,
+    check_decimal,
+    check_json,
+    decimal_of,
+    optional_of,
+    scalar_check,
+    v1_info,
+)
 
-# Simple types: schema ``type`` name -> ``type_v3`` name.
-SIMPLE_TYPES = {
-    "int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8",
-    "uint64": "uint64", "uint32": "uint32", "uint16": "uint16", "uint8": "uint8",
-    "double": "double", "float": "float", "boolean": "bool", "string": "string", "utf8": "utf8",
-    "any": "yson", "null": "null", "date": "date", "datetime": "datetime", "timestamp": "timestamp",
-    "interval": "interval",
-}
+# Simple v1 type name -> its ``type_v3`` name (``boolean``/``bool``, ``any``/``yson``; the others are equal).
+SIMPLE_TYPES = {name: V3_OF_V1.get(name, name) for name in sorted(SIMPLE_V1)}
 V3_TO_TYPE = {v: k for k, v in SIMPLE_TYPES.items()}
-INT_RANGES = {
-    "int64": (-(1 << 63), (1 << 63) - 1), "int32": (-(1 << 31), (1 << 31) - 1),
-    "int16": (-(1 << 15), (1 << 15) - 1), "int8": (-128, 127),
-    "uint64": (0, (1 << 64) - 1), "uint32": (0, (1 << 32) - 1), "uint16": (0, 65535), "uint8": (0, 255),
-    "date": (0, 49673 - 1), "datetime": (0, 49673 * 86400 - 1), "timestamp": (0, 49673 * 86400 * 10**6 - 1),
-    "interval": (-(49673 * 86400 * 10**6 - 1), 49673 * 86400 * 10**6 - 1),
-}
-UNSIGNED_TYPES = {"uint64", "uint32", "uint16", "uint8", "date", "datetime", "timestamp"}
 SYSTEM_COLUMNS_ORDERED = ("$timestamp", "$cumulative_data_weight")
 TABLET_INDEX = b"$tablet_index"
 ROW_INDEX = b"$row_index"
@@ -35,25 +34,45 @@ ROW_INDEX = b"$row_index"
 
 @dataclass
 class Column:
-    """One schema column."""
+    """One schema column: ``type``/``required`` are the v1 cast of the logical type ``type_v3``."""
 
     name: str
     type: str
     required: bool = False
     sort_order: str | None = None
     extra: dict[str, Any] | None = None
+    type_v3: Any = None
+
+    def __post_init__(self) -> None:
+        if self.type_v3 is None:
+            v3 = V3_OF_V1.get(self.type, self.type)
+            self.type_v3 = v3 if self.required or v3 in ("null", "void") else optional_of(v3)
+        self.composite = v1_info(self.type_v3)[2]
+        #: What ``_check_column`` checks: a simple v1 name, ``decimal`` or ``composite``.
+        self.check = "composite" if self.composite else scalar_check(self.type_v3)
+        self._converters: dict[bool, types.Converter] = {}
+        self.weigh = types.positional_weight(self.type_v3) if self.composite else None
 
     @property
     def bname(self) -> bytes:
         """The column name as row dicts key it."""
         return self.name.encode("utf-8")
 
+    def converter(self, positional: bool) -> types.Converter:
+        """The checking/normalising function of a composite column for the input ``complex_type_mode``."""
+        result = self._converters.get(positional)
+        if result is None:
+            result = self._converters[positional] = types.converter(self.type_v3, self.name, positional)
+        return result
+
     def to_yson(self) -> dict[str, Any]:
-        """The column as YT reads it back: name, type, type_v3, required, sort_order."""
-        v3 = SIMPLE_TYPES[self.type]
-        type_v3: Any = v3 if self.required else {"type_name": "optional", "item": v3}
-        result: dict[str, Any] = {"name": self.name, "required": self.required, "type": self.type,
-                                  "type_v3": type_v3}
+        """The column as YT reads it back: name, type, required, type_v3, sort_order."""
+        result: dict[str, Any] = {
+            "name": self.name,
+            "type": self.type,
+            "required": self.required,
+            "type_v3": self.type_v3,
+        }
         if self.sort_order:
             result["sort_order"] = self.sort_order
         for key, value in (self.extra or {}).items():
@@ -75,6 +94,8 @@ class TableSchema:
         self.data_columns = [c for c in columns if c.name not in SYSTEM_COLUMNS_ORDERED]
         self.has_timestamp = "$timestamp" in self.by_name
         self.has_cumulative_data_weight = "$cumulative_data_weight" in self.by_name
+        #: Data weight functions of composite columns (see ``row_data_weight``).
+        self.weighers = {c.bname: c.weigh for c in columns if c.weigh is not None}
 
     @property
     def sorted(self) -> bool:
@@ -88,20 +109,40 @@ class TableSchema:
 
     def to_yson(self) -> Any:
         """``@schema`` as YT returns it: a list with ``strict`` and ``unique_keys`` attributes."""
-        return yson.to_yson_type([c.to_yson() for c in self.columns],
-                                 attributes={"strict": self.strict, "unique_keys": self.unique_keys})
+        return yson.to_yson_type(
+            [c.to_yson() for c in self.columns], attributes={"strict": self.strict, "unique_keys": self.unique_keys}
+        )
 
     def to_storage(self) -> dict[str, Any]:
         """A plain structure for persisting."""
-        return {"strict": self.strict, "unique_keys": self.unique_keys,
-                "columns": [{"name": c.name, "type": c.type, "required": c.required,
-                             "sort_order": c.sort_order} for c in self.columns]}
+        return {
+            "strict": self.strict,
+            "unique_keys": self.unique_keys,
+            "columns": [
+                {
+                    "name": c.name,
+                    "type": c.type,
+                    "required": c.required,
+                    "sort_order": c.sort_order,
+                    "type_v3": c.type_v3,
+                }
+                for c in self.columns
+            ],
+        }
 
     @classmethod
     def from_storage(cls, data: dict[str, Any]) -> TableSchema:
         """Inverse of :meth:`to_storage`."""
-        columns = [Column(str(c["name"]), str(c["type"]), bool(c["required"]),
-                          str(c["sort_order"]) if c.get("sort_order") else None) for c in data["columns"]]
+        columns = [
+            Column(
+                str(c["name"]),
+                str(c["type"]),
+                bool(c["required"]),
+                str(c["sort_order"]) if c.get("sort_order") else None,
+                type_v3=_plain(c.get("type_v3")),
+            )
+            for c in data["columns"]
+        ]
         return cls(columns, bool(data["strict"]), bool(data["unique_keys"]))
 
     @classmethod
@@ -126,15 +167,19 @@ class TableSchema:
         for column in columns:
             if column.sort_order:
                 if key_done:
-                    raise YtError(f"Key columns must form a prefix of schema; column {column.name!r} "
-                                  "is out of order", code=314)
+                    raise YtError(
+                        f"Key columns must form a prefix of schema; column {column.name!r} is out of order", code=314
+                    )
                 if column.sort_order != "ascending":
-                    raise YtError(f"Sort order {column.sort_order!r} is not supported by the local server",
-                                  code=314)
+                    raise YtError(f"Sort order {column.sort_order!r} is not supported by the local server", code=314)
+                if column.composite:
+                    raise YtError(
+                        f"Key column {column.name!r} has a composite type; composite key columns are "
+                        "not supported by the local server",
+                        code=314,
+                    )
             else:
                 key_done = True
-            if column.required and column.type in ("any", "null"):
-                raise YtError(f"Column {column.name!r} of type {column.type!r} cannot be required", code=314)
             if column.name.startswith("$") and column.name not in SYSTEM_COLUMNS_ORDERED:
                 raise YtError(f"Column name {column.name!r} is reserved", code=314)
         strict = bool(attributes.get("strict", True))
@@ -149,72 +194,106 @@ class TableSchema:
             if has_keys and not unique_keys:
                 raise YtError("Dynamic table must have unique keys", code=314)
             if not strict:
-                raise YtError("\"strict\" cannot be \"false\" for a dynamic table", code=314)
+                raise YtError('"strict" cannot be "false" for a dynamic table', code=314)
             for name in SYSTEM_COLUMNS_ORDERED:
                 if name in seen and has_keys:
                     raise YtError(f"Column {name!r} is allowed only in ordered tables", code=314)
             if "$timestamp" in seen and columns[[c.name for c in columns].index("$timestamp")].type != "uint64":
-                raise YtError("Column \"$timestamp\" must have type \"uint64\"", code=314)
-            if ("$cumulative_data_weight" in seen
-                    and columns[[c.name for c in columns].index("$cumulative_data_weight")].type != "int64"):
-                raise YtError("Column \"$cumulative_data_weight\" must have type \"int64\"", code=314)
+                raise YtError('Column "$timestamp" must have type "uint64"', code=314)
+            if (
+                "$cumulative_data_weight" in seen
+                and columns[[c.name for c in columns].index("$cumulative_data_weight")].type != "int64"
+            ):
+                raise YtError('Column "$cumulative_data_weight" must have type "int64"', code=314)
         return cls(columns, strict, unique_keys)
 
     # ----------------------------------------------------------------------------------------------------------
     # Row validation
 
-    def validate_rows(self, rows: list[dict[bytes, Any]], path: str, *, ordered: bool,
-                      keys_only: bool = False, partial: bool = False,
-                      extra_allowed: tuple[bytes, ...] = ()) -> None:
+    def validate_rows(
+        self,
+        rows: list[dict[bytes, Any]],
+        path: str,
+        *,
+        ordered: bool,
+        keys_only: bool = False,
+        partial: bool = False,
+        extra_allowed: tuple[bytes, ...] = (),
+        complex_type_mode: str = "named",
+    ) -> None:
         """Validate and coerce rows in place (YT-style errors); mostly per-column vector work.
 
         ``keys_only``: delete/lookup keys (only key columns, all of them). ``partial``: ``update=%true``
         writes, where omitted value columns are kept (required value columns may be absent).
+        ``complex_type_mode``: the input format's representation of structs (``named`` or ``positional``);
+        composite values are stored in the named form real clusters return.
         """
         if not rows:
             return
         present: set[bytes] = set()
         for row in rows:
             present.update(row)
-        allowed = (set(self.by_bname) | set(extra_allowed))
+        allowed = set(self.by_bname) | set(extra_allowed)
         if ordered:
             allowed.add(TABLET_INDEX)
         system_written = present & {b"$timestamp", b"$cumulative_data_weight", ROW_INDEX}
         if system_written:
             name = sorted(system_written)[0].decode()
-            raise YtError(f"Column {name!r} cannot be written: it is a system column",
-                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": name})
+            raise YtError(
+                f"Column {name!r} cannot be written: it is a system column",
+                code=SCHEMA_VIOLATION,
+                attributes={"table_path": path, "column": name},
+            )
         unknown = present - allowed
         if keys_only:
             key_names = {c.bname for c in self.key_columns}
             non_key = present - key_names
             if non_key:
                 name = sorted(non_key)[0].decode("utf-8", "replace")
-                raise YtError(f"Column {name!r} is not a key column of table {path}",
-                              code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": name})
+                raise YtError(
+                    f"Column {name!r} is not a key column of table {path}",
+                    code=SCHEMA_VIOLATION,
+                    attributes={"table_path": path, "column": name},
+                )
         elif unknown and self.strict:
             name = sorted(unknown)[0].decode("utf-8", "replace")
-            raise YtError(f"No column {name!r} in strict schema of table {path}",
-                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": name})
+            raise YtError(
+                f"No column {name!r} in strict schema of table {path}",
+                code=SCHEMA_VIOLATION,
+                attributes={"table_path": path, "column": name},
+            )
         if not ordered:
             for column in self.key_columns:
                 name = column.bname
                 if not all(name in row for row in rows):
-                    raise YtError(f"Missing key column {column.name!r}", code=SCHEMA_VIOLATION,
-                                  attributes={"table_path": path, "column": column.name})
+                    raise YtError(
+                        f"Missing key column {column.name!r}",
+                        code=SCHEMA_VIOLATION,
+                        attributes={"table_path": path, "column": column.name},
+                    )
         columns = self.key_columns if keys_only else self.data_columns
         for column in columns:
             name = column.bname
             values = [row.get(name) for row in rows]
-            _check_column(column, values, rows, path, present=name in present,
-                          required=column.required or (keys_only and bool(column.sort_order)),
-                          skip_missing=partial and not column.sort_order)
+            _check_column(
+                column,
+                values,
+                rows,
+                path,
+                present=name in present,
+                required=column.required or (keys_only and bool(column.sort_order)),
+                skip_missing=partial and not column.sort_order,
+                positional=complex_type_mode == "positional",
+            )
         if ordered and TABLET_INDEX in present:
             values = [row.get(TABLET_INDEX) for row in rows]
             kinds = set(map(type, values))
             if not kinds <= {int, yson.YsonUint64, yson.YsonInt64}:
-                raise YtError("Invalid type of column \"$tablet_index\": expected \"int64\"",
-                              code=SCHEMA_VIOLATION, attributes={"table_path": path})
+                raise YtError(
+                    'Invalid type of column "$tablet_index": expected "int64"',
+                    code=SCHEMA_VIOLATION,
+                    attributes={"table_path": path},
+                )
 
 
 def _parse_column(raw: dict[Any, Any]) -> Column:
@@ -225,35 +304,74 @@ def _parse_column(raw: dict[Any, Any]) -> Column:
     name = name.decode() if isinstance(name, bytes) else str(name)
     type_name = data.get("type")
     required = data.get("required")
-    if type_name is None and "type_v3" in data:
-        type_name, v3_required = _parse_type_v3(data["type_v3"], name)
-        if required is None:
-            required = v3_required
-    if type_name is None:
-        raise YtError(f"Column {name!r} has no type", code=314)
-    type_name = str(type_name)
-    if type_name not in SIMPLE_TYPES:
-        raise YtError(f"Error parsing ESimpleLogicalValueType value {type_name!r} (column {name!r}); "
-                      "the local server supports simple types only", code=314)
+    if isinstance(type_name, bytes):
+        type_name = type_name.decode("utf-8", "replace")
+    if data.get("type_v3") is not None:
+        # TSerializableColumnSchema::RunPostprocessor: type_v3 wins; type/required, when given, must match it.
+        logical = types.parse_type(data["type_v3"], name)
+        v1, v1_required, _ = v1_info(logical)
+        if type_name is not None and str(type_name) != v1:
+            raise YtError(
+                f'Error validating column {name!r} in table schema: "type_v3" does not match '
+                f'"type"; "type_v3": {_type_text(logical)!r} "type": {str(type_name)!r} '
+                f'expected "type": {v1!r}',
+                code=314,
+            )
+        if required is not None and bool(required) != v1_required:
+            raise YtError(
+                f'Error validating column {name!r} in table schema: "type_v3" does not match '
+                f'"required"; "type_v3": {_type_text(logical)!r} "required": '
+                f"{str(bool(required)).lower()}",
+                code=314,
+            )
+        type_name, required = v1, v1_required
+    elif type_name is not None:
+        type_name = str(type_name)
+        if type_name not in SIMPLE_V1:
+            raise YtError(f"Error parsing ESimpleLogicalValueType value {type_name!r} (column {name!r})", code=314)
+        required = bool(required)
+        if required and type_name in ("null", "void"):
+            raise YtError(f"Column {name!r} of type {type_name!r} cannot be required", code=314)
+        logical = None
+    else:
+        raise YtError(f"Error validating column {name!r} in table schema: Column type is not specified", code=314)
+    plain_v3 = logical if logical is not None else V3_OF_V1.get(type_name, type_name)
+    if required and types.strip_tags(plain_v3) == "yson":
+        raise YtError(
+            f'Error validating column {name!r} in table schema: Column of type "any" cannot be "required"', code=314
+        )
     sort_order = data.get("sort_order")
     extra = {k: v for k, v in data.items() if k in ("aggregate", "lock", "group", "expression")}
     if "expression" in extra:
         raise YtError(f"Computed column {name!r} is not supported by the local server", code=314)
     if "aggregate" in extra:
         raise YtError(f"Aggregate column {name!r} is not supported by the local server", code=314)
-    return Column(name, type_name, bool(required), str(sort_order) if sort_order else None, extra or None)
+    return Column(
+        name, type_name, bool(required), str(sort_order) if sort_order else None, extra or None, type_v3=logical
+    )
 
 
-def _parse_type_v3(value: Any, name: str) -> tuple[str, bool]:
-    if isinstance(value, (str, bytes)):
-        v3 = value.decode() if isinstance(value, bytes) else str(value)
-        if v3 not in V3_TO_TYPE:
-            raise YtError(f"Type {v3!r} of column {name!r} is not supported by the local server", code=314)
-        return V3_TO_TYPE[v3], v3 not in ("yson", "null")
-    if isinstance(value, dict) and str(value.get("type_name")) == "optional":
-        item, _ = _parse_type_v3(value.get("item"), name)
-        return item, False
-    raise YtError(f"Complex type of column {name!r} is not supported by the local server", code=314)
+def _type_text(logical: Any) -> str:
+    return yson.dumps(logical, yson_format="text").decode("utf-8", "replace")
+
+
+def _plain(value: Any) -> Any:
+    """A stored ``type_v3`` back as plain ``str``/``dict``/``list`` (YSON string subclasses unwrapped)."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    return value
 
 
 def _type_name(value: Any) -> str:
@@ -276,8 +394,17 @@ _INT_KINDS = {int, yson.YsonInt64}
 _ALL_INT_KINDS = {int, yson.YsonInt64, yson.YsonUint64}
 
 
-def _check_column(column: Column, values: list[Any], rows: list[dict[bytes, Any]], path: str, *,
-                  present: bool, required: bool, skip_missing: bool) -> None:
+def _check_column(
+    column: Column,
+    values: list[Any],
+    rows: list[dict[bytes, Any]],
+    path: str,
+    *,
+    present: bool,
+    required: bool,
+    skip_missing: bool,
+    positional: bool = False,
+) -> None:
     kinds = set(map(type, values))
     name = column.bname
     if type(None) in kinds:
@@ -287,17 +414,33 @@ def _check_column(column: Column, values: list[Any], rows: list[dict[bytes, Any]
                     if name not in row:
                         if skip_missing:
                             continue
-                        raise YtError(f"Missing required column {column.name!r}", code=SCHEMA_VIOLATION,
-                                      attributes={"table_path": path, "column": column.name})
-                    raise YtError(f"Required column {column.name!r} cannot have \"null\" value",
-                                  code=SCHEMA_VIOLATION, attributes={"table_path": path,
-                                                                     "column": column.name})
+                        raise YtError(
+                            f"Missing required column {column.name!r}",
+                            code=SCHEMA_VIOLATION,
+                            attributes={"table_path": path, "column": column.name},
+                        )
+                    raise YtError(
+                        f'Required column {column.name!r} cannot have "null" value',
+                        code=SCHEMA_VIOLATION,
+                        attributes={"table_path": path, "column": column.name},
+                    )
         kinds.discard(type(None))
         values = [v for v in values if v is not None]
         if not values:
             return
-    kind = column.type
+    kind = column.check
     if kind == "any":
+        return
+    if kind == "composite":
+        convert = column.converter(positional)
+        try:
+            for row in rows:
+                value = row.get(name)
+                if value is not None:
+                    row[name] = convert(value)
+        except YtError as error:
+            error.attributes.update({"table_path": path, "column": column.name})
+            raise
         return
     if kind in INT_RANGES:
         if not kinds <= _ALL_INT_KINDS:
@@ -305,8 +448,11 @@ def _check_column(column: Column, values: list[Any], rows: list[dict[bytes, Any]
         low, high = INT_RANGES[kind]
         if min(values) < low or max(values) > high:
             bad = next(v for v in values if v < low or v > high)
-            raise YtError(f"Value {int(bad)} is out of range for column {column.name!r} of type {kind!r}",
-                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": column.name})
+            raise YtError(
+                f"Value {int(bad)} is out of range for column {column.name!r} of type {kind!r}",
+                code=SCHEMA_VIOLATION,
+                attributes={"table_path": path, "column": column.name},
+            )
         if kind in UNSIGNED_TYPES:
             if kinds != {yson.YsonUint64}:
                 for row in rows:
@@ -333,7 +479,7 @@ def _check_column(column: Column, values: list[Any], rows: list[dict[bytes, Any]
         if not kinds <= {bool, yson.YsonBoolean}:
             _raise_type(column, values, path)
         return
-    if kind in ("string", "utf8"):
+    if kind in ("string", "utf8", "json", "uuid", "decimal"):
         if not kinds <= {bytes, yson.YsonString, str, yson.YsonUnicode}:
             _raise_type(column, values, path)
         if str in kinds or yson.YsonUnicode in kinds:
@@ -347,11 +493,37 @@ def _check_column(column: Column, values: list[Any], rows: list[dict[bytes, Any]
                     try:
                         value.decode("utf-8")
                     except UnicodeDecodeError:
-                        raise YtError(f"Invalid UTF-8 string in column {column.name!r}",
-                                      code=SCHEMA_VIOLATION, attributes={"table_path": path}) from None
+                        raise YtError(
+                            f"Invalid UTF-8 string in column {column.name!r}",
+                            code=SCHEMA_VIOLATION,
+                            attributes={"table_path": path},
+                        ) from None
+        elif kind != "string":
+            _check_strings(column, kind, [row.get(name) for row in rows], path)
         return
-    if kind == "null":
+    if kind in ("null", "void"):
         _raise_type(column, values, path)
+
+
+def _check_strings(column: Column, kind: str, values: list[Any], path: str) -> None:
+    try:
+        for value in values:
+            if value is None:
+                continue
+            if kind == "json":
+                check_json(value, column.name)
+            elif kind == "uuid":
+                if len(value) != 16:
+                    raise YtError(
+                        f"Invalid uuid length {len(value)} in column {column.name!r}, expected 16 bytes",
+                        code=SCHEMA_VIOLATION,
+                    )
+            else:
+                precision, scale = decimal_of(column.type_v3)
+                check_decimal(value, precision, scale, column.name)
+    except YtError as error:
+        error.attributes.update({"table_path": path, "column": column.name})
+        raise
 
 
 def _raise_type(column: Column, values: list[Any], path: str) -> None:
@@ -359,10 +531,16 @@ def _raise_type(column: Column, values: list[Any], path: str) -> None:
     for value in values:
         actual = _type_name(value)
         if actual != expected and not (actual in ("int64", "uint64") and expected in INT_RANGES):
-            raise YtError(f"Invalid type of column {column.name!r}: expected {expected!r}, got {actual!r}",
-                          code=SCHEMA_VIOLATION, attributes={"table_path": path, "column": column.name,
-                                                             "expected_type": expected,
-                                                             "actual_type": actual})
+            raise YtError(
+                f"Invalid type of column {column.name!r}: expected {expected!r}, got {actual!r}",
+                code=SCHEMA_VIOLATION,
+                attributes={
+                    "table_path": path,
+                    "column": column.name,
+                    "expected_type": expected,
+                    "actual_type": actual,
+                },
+            )
     raise YtError(f"Invalid value in column {column.name!r}", code=SCHEMA_VIOLATION)  # pragma: no cover
 
 
@@ -409,9 +587,19 @@ def value_data_weight(value: Any) -> int:
     return len(dumps_value(value))
 
 
-def row_data_weight(row: dict[bytes, Any], names: list[bytes]) -> int:
-    """Data weight of a row over the given columns: 1 + the sum of value weights (``GetDataWeight``)."""
-    return 1 + sum(value_data_weight(row.get(n)) for n in names)
+def row_data_weight(row: dict[bytes, Any], names: list[bytes], weighers: dict[bytes, Any] | None = None) -> int:
+    """Data weight of a row over the given columns: 1 + the sum of value weights (``GetDataWeight``).
+
+    ``weighers`` (``TableSchema.weighers``): composite columns, weighed by their positional binary YSON length.
+    """
+    if not weighers:
+        return 1 + sum(value_data_weight(row.get(n)) for n in names)
+    total = 1
+    for name in names:
+        value = row.get(name)
+        weigh = weighers.get(name)
+        total += value_data_weight(value) if weigh is None or value is None else weigh(value)
+    return total
 
 
 def coerce_key_value(column: Column, value: Any) -> Any:
@@ -429,29 +617,40 @@ def coerce_key_value(column: Column, value: Any) -> Any:
     return value
 
 
-CONSUMER_SCHEMA = TableSchema([
-    Column("queue_cluster", "string", True, "ascending"),
-    Column("queue_path", "string", True, "ascending"),
-    Column("partition_index", "uint64", True, "ascending"),
-    Column("offset", "uint64", True),
-    Column("meta", "any", False),
-], strict=True, unique_keys=True)
+CONSUMER_SCHEMA = TableSchema(
+    [
+        Column("queue_cluster", "string", True, "ascending"),
+        Column("queue_path", "string", True, "ascending"),
+        Column("partition_index", "uint64", True, "ascending"),
+        Column("offset", "uint64", True),
+        Column("meta", "any", False),
+    ],
+    strict=True,
+    unique_keys=True,
+)
 
 CONSUMER_SCHEMA_WITHOUT_META = TableSchema(CONSUMER_SCHEMA.columns[:4], strict=True, unique_keys=True)
 
-PRODUCER_SCHEMA = TableSchema([
-    Column("queue_cluster", "string", True, "ascending"),
-    Column("queue_path", "string", True, "ascending"),
-    Column("session_id", "string", True, "ascending"),
-    Column("sequence_number", "int64", True),
-    Column("epoch", "int64", True),
-    Column("user_meta", "any", False),
-    Column("system_meta", "any", False),
-], strict=True, unique_keys=True)
+PRODUCER_SCHEMA = TableSchema(
+    [
+        Column("queue_cluster", "string", True, "ascending"),
+        Column("queue_path", "string", True, "ascending"),
+        Column("session_id", "string", True, "ascending"),
+        Column("sequence_number", "int64", True),
+        Column("epoch", "int64", True),
+        Column("user_meta", "any", False),
+        Column("system_meta", "any", False),
+    ],
+    strict=True,
+    unique_keys=True,
+)
 
 
 def same_schema(a: TableSchema, b: TableSchema) -> bool:
     """Schema equality as ``TTableSchema::operator==`` compares them (columns, strict, unique keys)."""
-    return (a.strict == b.strict and a.unique_keys == b.unique_keys
-            and [(c.name, c.type, c.required, c.sort_order) for c in a.columns]
-            == [(c.name, c.type, c.required, c.sort_order) for c in b.columns])
+    return (
+        a.strict == b.strict
+        and a.unique_keys == b.unique_keys
+        and [(c.name, c.type_v3, c.sort_order) for c in a.columns]
+        == [(c.name, c.type_v3, c.sort_order) for c in b.columns]
+    )

@@ -19,8 +19,13 @@ from spyt_queue.local.state import DEFAULT_CLUSTER_NAME
 READY_PREFIX = "ytqueue local server: proxy="
 
 
-def serve(host: str, port: int, data_dir: str | Path, on_ready: Callable[[str], None] | None = None,
-          cluster_name: str = DEFAULT_CLUSTER_NAME) -> None:
+def serve(
+    host: str,
+    port: int,
+    data_dir: str | Path,
+    on_ready: Callable[[str], None] | None = None,
+    cluster_name: str = DEFAULT_CLUSTER_NAME,
+) -> None:
     """Serve the YTsaurus HTTP API v4 on ``host:port`` from ``data_dir`` until SIGINT/SIGTERM.
 
     ``port=0`` picks a free port; ``on_ready`` receives the proxy address (``host:port``) once listening.
@@ -60,8 +65,14 @@ class LocalYtServer:
     to give ``yt.wrapper.YtClient(proxy=...)``. :meth:`restart` keeps the data directory and the port.
     """
 
-    def __init__(self, data_dir: str | Path, host: str = "127.0.0.1", port: int = 0,
-                 cluster_name: str = DEFAULT_CLUSTER_NAME, start_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        cluster_name: str = DEFAULT_CLUSTER_NAME,
+        start_timeout: float = 30.0,
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port
@@ -88,8 +99,19 @@ class LocalYtServer:
         if self._process is not None and self._process.poll() is None:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "spyt_queue.local", "--host", self.host, "--port", str(self.port),
-                   "--data-dir", str(self.data_dir), "--cluster-name", self.cluster_name]
+        command = [
+            sys.executable,
+            "-m",
+            "spyt_queue.local",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            "--cluster-name",
+            self.cluster_name,
+        ]
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -106,7 +128,7 @@ class LocalYtServer:
             for line in process.stdout:
                 self._lines.append(line)
                 if line.startswith(READY_PREFIX) and not ready.is_set():
-                    address = line[len(READY_PREFIX):].split()[0]
+                    address = line[len(READY_PREFIX) :].split()[0]
                     self.port = int(address.rsplit(":", 1)[1])
                     ready.set()
 
@@ -114,12 +136,15 @@ class LocalYtServer:
         deadline = time.monotonic() + self.start_timeout
         while not ready.wait(0.05):
             if process.poll() is not None:
-                raise RuntimeError(f"The local YT server exited with code {process.returncode} before becoming "
-                                   f"ready:\n{self._stderr_tail()}")
+                raise RuntimeError(
+                    f"The local YT server exited with code {process.returncode} before becoming "
+                    f"ready:\n{self._stderr_tail()}"
+                )
             if time.monotonic() > deadline:
                 self.kill()
-                raise RuntimeError(f"The local YT server did not start within {self.start_timeout:.0f} s:\n"
-                                   f"{self._stderr_tail()}")
+                raise RuntimeError(
+                    f"The local YT server did not start within {self.start_timeout:.0f} s:\n{self._stderr_tail()}"
+                )
         while True:
             try:
                 with urllib.request.urlopen(f"http://{self.proxy}/api/v4", timeout=2) as response:
@@ -128,8 +153,7 @@ class LocalYtServer:
             except (urllib.error.URLError, OSError):
                 pass
             if process.poll() is not None:
-                raise RuntimeError(f"The local YT server exited with code {process.returncode}:\n"
-                                   f"{self._stderr_tail()}")
+                raise RuntimeError(f"The local YT server exited with code {process.returncode}:\n{self._stderr_tail()}")
             if time.monotonic() > deadline:
                 self.kill()
                 raise RuntimeError(f"The local YT server does not answer GET /api/v4:\n{self._stderr_tail()}")
@@ -182,8 +206,9 @@ class LocalYtServer:
     def __enter__(self) -> LocalYtServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def __repr__(self) -> str:

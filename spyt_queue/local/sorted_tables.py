@@ -49,19 +49,36 @@ def scan(storage: Storage, table_id: str, ts: int, prefix: bytes | None = None) 
         yield decode_row(value)
 
 
-def check_conflict(conn: sqlite3.Connection, storage: Storage, table_id: str, path: str, key: bytes,
-                   start_ts: int, tx_id: str) -> None:
+def check_conflict(
+    conn: sqlite3.Connection, storage: Storage, table_id: str, path: str, key: bytes, start_ts: int, tx_id: str
+) -> None:
     """Error 1700 if the key was committed by another transaction after ``start_ts``."""
     latest = storage.latest_commit_ts(conn, table_id, key)
     if latest > start_ts:
-        raise YtError("Row lock conflict due to concurrent write", code=TRANSACTION_LOCK_CONFLICT,
-                      attributes={"table_path": path, "conflicted_transaction_id": tx_id,
-                                  "winner_transaction_commit_timestamp": latest,
-                                  "transaction_start_timestamp": start_ts, "lock": "primary"})
+        raise YtError(
+            "Row lock conflict due to concurrent write",
+            code=TRANSACTION_LOCK_CONFLICT,
+            attributes={
+                "table_path": path,
+                "conflicted_transaction_id": tx_id,
+                "winner_transaction_commit_timestamp": latest,
+                "transaction_start_timestamp": start_ts,
+                "lock": "primary",
+            },
+        )
 
 
-def apply_write(conn: sqlite3.Connection, table_id: str, path: str, schema: TableSchema, key: bytes,
-                row: dict[bytes, Any] | None, update: bool, commit_ts: int, horizon: int) -> None:
+def apply_write(
+    conn: sqlite3.Connection,
+    table_id: str,
+    path: str,
+    schema: TableSchema,
+    key: bytes,
+    row: dict[bytes, Any] | None,
+    update: bool,
+    commit_ts: int,
+    horizon: int,
+) -> None:
     """Store a new version of ``key`` at ``commit_ts`` (``row=None`` deletes), then collect old versions.
 
     ``horizon``: the oldest snapshot a live transaction may read; versions hidden below it are dropped.
@@ -72,23 +89,29 @@ def apply_write(conn: sqlite3.Connection, table_id: str, path: str, schema: Tabl
         base: dict[bytes, Any] = {}
         if update:
             current = conn.execute(
-                "SELECT value FROM versions WHERE table_id = ? AND key = ? ORDER BY ts DESC LIMIT 1",
-                (table_id, key)).fetchone()
+                "SELECT value FROM versions WHERE table_id = ? AND key = ? ORDER BY ts DESC LIMIT 1", (table_id, key)
+            ).fetchone()
             if current is not None and current[0] is not None:
                 base = decode_row(current[0])
         full = {c.bname: base.get(c.bname) for c in schema.columns}
         full.update({k: v for k, v in row.items() if k in full})
         for column in schema.columns:
             if column.required and full.get(column.bname) is None:
-                raise YtError(f"Missing required column {column.name!r}", code=SCHEMA_VIOLATION,
-                              attributes={"table_path": path, "column": column.name})
+                raise YtError(
+                    f"Missing required column {column.name!r}",
+                    code=SCHEMA_VIOLATION,
+                    attributes={"table_path": path, "column": column.name},
+                )
         value = dumps_value(full)
-    conn.execute("INSERT OR REPLACE INTO versions (table_id, key, ts, value) VALUES (?, ?, ?, ?)",
-                 (table_id, key, commit_ts, value))
+    conn.execute(
+        "INSERT OR REPLACE INTO versions (table_id, key, ts, value) VALUES (?, ?, ?, ?)",
+        (table_id, key, commit_ts, value),
+    )
     conn.execute(
         "DELETE FROM versions WHERE table_id = ? AND key = ? AND ts < "
         "(SELECT max(ts) FROM versions WHERE table_id = ? AND key = ? AND ts <= ?)",
-        (table_id, key, table_id, key, horizon))
+        (table_id, key, table_id, key, horizon),
+    )
     if value is None and horizon >= commit_ts:
         conn.execute("DELETE FROM versions WHERE table_id = ? AND key = ?", (table_id, key))
 

@@ -53,13 +53,15 @@ class State:
         self._load_tablets()
         self.registrations: list[Registration] = [
             Registration(qc, qp, cc, cp, bool(v), list(yson.loads(p)) if p is not None else None)
-            for qc, qp, cc, cp, v, p in self.storage.load_registrations()]
+            for qc, qp, cc, cp, v, p in self.storage.load_registrations()
+        ]
         self.transactions = TransactionManager(self.timestamps)
         with self.storage.transaction() as conn:
             for name in ("tmp", "home", "sys"):
                 if name not in self.cypress.root.children:
-                    self.cypress.create(conn, "map_node", f"//{name}", recursive=False, ignore_existing=True,
-                                        force=False, attributes={})
+                    self.cypress.create(
+                        conn, "map_node", f"//{name}", recursive=False, ignore_existing=True, force=False, attributes={}
+                    )
             self._persist_meta(conn)
         self._stop = threading.Event()
         self._sweeper = threading.Thread(target=self._sweep_loop, name="ytqueue-tx-sweeper", daemon=True)
@@ -81,8 +83,17 @@ class State:
             if node.table is None or not node.table.dynamic:
                 continue
             for _table_id, index, state, total, trimmed, last_ts, cdw in rows.get(node.id, []):
-                node.table.tablets.append(Tablet(int(index), self._tablet_id(node.id, int(index)), str(state),
-                                                 int(total), int(trimmed), int(last_ts), int(cdw)))
+                node.table.tablets.append(
+                    Tablet(
+                        int(index),
+                        self._tablet_id(node.id, int(index)),
+                        str(state),
+                        int(total),
+                        int(trimmed),
+                        int(last_ts),
+                        int(cdw),
+                    )
+                )
 
     @staticmethod
     def _tablet_id(table_id: str, index: int) -> str:
@@ -91,8 +102,7 @@ class State:
         return ids.format_id(counter & 0xFFFFFFFFFFFFFFFF, ids.TYPE_TABLET, parts[3])
 
     def _persist_meta(self, conn: Any) -> None:
-        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_timestamp', ?)",
-                     (self.timestamps.last,))
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_timestamp', ?)", (self.timestamps.last,))
 
     # ----------------------------------------------------------------------------------------------------------
     # Paths
@@ -101,8 +111,10 @@ class State:
         """The plain path of a rich path on this cluster (other clusters are refused)."""
         cluster = rich.cluster
         if cluster is not None and cluster != self.cluster_name:
-            raise YtError(f"Cluster {cluster!r} is not known to the local server (its cluster name is "
-                          f"{self.cluster_name!r})", attributes={"path": rich.path})
+            raise YtError(
+                f"Cluster {cluster!r} is not known to the local server (its cluster name is {self.cluster_name!r})",
+                attributes={"path": rich.path},
+            )
         return normalize_path(rich.path)
 
     def dynamic_table(self, path: str) -> Node:
@@ -116,8 +128,9 @@ class State:
     # ----------------------------------------------------------------------------------------------------------
     # Cypress commands
 
-    def create(self, node_type: str, path: str, recursive: bool, ignore_existing: bool, force: bool,
-               attributes: dict[str, Any]) -> str:
+    def create(
+        self, node_type: str, path: str, recursive: bool, ignore_existing: bool, force: bool, attributes: dict[str, Any]
+    ) -> str:
         """``create``: map nodes, tables (static or dynamic), documents, queue consumers and producers."""
         attributes = {str(k): v for k, v in attributes.items()}
         table: TableMeta | None = None
@@ -147,14 +160,23 @@ class State:
             value = attributes.pop("value", yson.YsonEntity())
         elif node_type == "map_node":
             pass
-        elif node_type in ("string_node", "int64_node", "uint64_node", "double_node", "boolean_node",
-                           "list_node"):
-            value = attributes.pop("value", {"string_node": "", "int64_node": 0, "uint64_node": yson.YsonUint64(0),
-                                             "double_node": 0.0, "boolean_node": False,
-                                             "list_node": []}[node_type])
+        elif node_type in ("string_node", "int64_node", "uint64_node", "double_node", "boolean_node", "list_node"):
+            value = attributes.pop(
+                "value",
+                {
+                    "string_node": "",
+                    "int64_node": 0,
+                    "uint64_node": yson.YsonUint64(0),
+                    "double_node": 0.0,
+                    "boolean_node": False,
+                    "list_node": [],
+                }[node_type],
+            )
         else:
-            raise YtError(f"Creating objects of type {node_type!r} is not supported by the local server",
-                          attributes={"type": node_type})
+            raise YtError(
+                f"Creating objects of type {node_type!r} is not supported by the local server",
+                attributes={"type": node_type},
+            )
         tablet_count = attributes.pop("tablet_count", None) if table is not None else None
         pivot_keys = attributes.pop("pivot_keys", None) if table is not None else None
         trimmed = attributes.pop("trimmed_row_counts", None) if table is not None else None
@@ -167,16 +189,31 @@ class State:
             table.pivot_keys = list(pivot_keys) if pivot_keys else []
             trimmed_counts = list(trimmed) if trimmed else [0] * count
             if len(trimmed_counts) != count:
-                raise YtError("\"trimmed_row_counts\" must have one entry per tablet")
-            table.tablets = [Tablet(i, "", total_row_count=int(trimmed_counts[i]),
-                                    trimmed_row_count=int(trimmed_counts[i]), last_chunk=())
-                             for i in range(count)]
+                raise YtError('"trimmed_row_counts" must have one entry per tablet')
+            table.tablets = [
+                Tablet(
+                    i,
+                    "",
+                    total_row_count=int(trimmed_counts[i]),
+                    trimmed_row_count=int(trimmed_counts[i]),
+                    last_chunk=(),
+                )
+                for i in range(count)
+            ]
         elif tablet_count is not None:
-            raise YtError("\"tablet_count\" can only be given for a dynamic table")
+            raise YtError('"tablet_count" can only be given for a dynamic table')
         with self.lock, self.storage.transaction() as conn:
-            node, created = self.cypress.create(conn, node_type, path, recursive=recursive,
-                                                ignore_existing=ignore_existing, force=force,
-                                                attributes=attributes, table=table, value=value)
+            node, created = self.cypress.create(
+                conn,
+                node_type,
+                path,
+                recursive=recursive,
+                ignore_existing=ignore_existing,
+                force=force,
+                attributes=attributes,
+                table=table,
+                value=value,
+            )
             if created and node.table is not None and node.table.dynamic:
                 for tablet in node.table.tablets:
                     tablet.tablet_id = self._tablet_id(node.id, tablet.index)
@@ -200,8 +237,13 @@ class State:
             tx = self.transactions.get(object_id)
         except YtError:
             return None
-        attrs = {"id": tx.id, "type": "transaction" if tx.type == "master" else "tablet_transaction",
-                 "timeout": tx.timeout_ms, "start_timestamp": tx.start_ts, **tx.attributes}
+        attrs = {
+            "id": tx.id,
+            "type": "transaction" if tx.type == "master" else "tablet_transaction",
+            "timeout": tx.timeout_ms,
+            "start_timestamp": tx.start_ts,
+            **tx.attributes,
+        }
         if attribute is None:
             return yson.YsonEntity()
         if not attribute:
@@ -209,7 +251,7 @@ class State:
         if attribute[0] not in attrs:
             from spyt_queue.local.errors import resolve_error
 
-            raise resolve_error(path, f"Attribute \"{attribute[0]}\" is not found")
+            raise resolve_error(path, f'Attribute "{attribute[0]}" is not found')
         return attrs[attribute[0]]
 
     def list(self, path: str, attributes: list[str] | None) -> Any:
@@ -224,8 +266,11 @@ class State:
                 components, attribute = split_path(path)
                 try:
                     self.transactions.get(components[0][1:])
-                    return attribute is None or not attribute or attribute[0] in (
-                        "id", "type", "timeout", "start_timestamp")
+                    return (
+                        attribute is None
+                        or not attribute
+                        or attribute[0] in ("id", "type", "timeout", "start_timestamp")
+                    )
                 except YtError:
                     pass
             return self.cypress.exists(path)
@@ -263,37 +308,56 @@ class State:
                 self.cypress.set_attribute(conn, node, attribute, value, path)
                 return
             existing = self.cypress.find(path)
-            if existing is not None and existing.type in ("document", "string_node", "int64_node",
-                                                          "uint64_node", "double_node", "boolean_node",
-                                                          "list_node"):
+            if existing is not None and existing.type in (
+                "document",
+                "string_node",
+                "int64_node",
+                "uint64_node",
+                "double_node",
+                "boolean_node",
+                "list_node",
+            ):
                 if existing.type != "document" and node_type_for_value(value) != existing.type and not force:
-                    raise YtError(f"Cannot change the type of node {existing.path} from {existing.type!r}; "
-                                  "use force")
+                    raise YtError(f"Cannot change the type of node {existing.path} from {existing.type!r}; use force")
                 existing.sys["value"] = value
                 self.cypress.persist(conn, existing)
                 return
-            if existing is not None and existing.type == "map_node" and isinstance(value, dict) \
-                    and existing is not self.cypress.root:
+            if (
+                existing is not None
+                and existing.type == "map_node"
+                and isinstance(value, dict)
+                and existing is not self.cypress.root
+            ):
                 for child in list(existing.children.values()):
                     self.cypress.remove_node(conn, child)
                 self._set_tree(conn, path, value)
                 return
             if existing is not None:
                 if not force:
-                    raise YtError(f"Node {existing.path} already exists and cannot be overwritten without force",
-                                  code=501)
+                    raise YtError(
+                        f"Node {existing.path} already exists and cannot be overwritten without force", code=501
+                    )
                 self.cypress.remove_node(conn, existing)
             self._create_value(conn, path, value, recursive)
 
     def _create_value(self, conn: Any, path: str, value: Any, recursive: bool) -> None:
         node_type = node_type_for_value(value)
         if node_type == "map_node":
-            self.cypress.create(conn, "map_node", path, recursive=recursive, ignore_existing=False, force=False,
-                                attributes={})
+            self.cypress.create(
+                conn, "map_node", path, recursive=recursive, ignore_existing=False, force=False, attributes={}
+            )
             self._set_tree(conn, path, value)
         else:
-            self.cypress.create(conn, node_type, path, recursive=recursive, ignore_existing=False, force=False,
-                                attributes={}, value=value)
+            self.cypress.create(
+                conn,
+                node_type,
+                path,
+                recursive=recursive,
+                ignore_existing=False,
+                force=False,
+                attributes={},
+                value=value,
+            )
 
     def _set_tree(self, conn: Any, path: str, value: dict[str, Any]) -> None:
         for key, item in value.items():
@@ -313,7 +377,7 @@ class State:
             hi = count - 1 if last is None else int(last)
             if not (0 <= lo <= hi < count):
                 raise YtError(f"Invalid tablet range [{lo}, {hi}]: table {node.path} has {count} tablet(s)")
-            for tablet in table.tablets[lo:hi + 1]:
+            for tablet in table.tablets[lo : hi + 1]:
                 new_state = tablet.state
                 if action == "mount":
                     new_state = "mounted"
@@ -323,13 +387,15 @@ class State:
                     new_state = "unmounted"
                 elif action == "freeze":
                     if tablet.state == "unmounted":
-                        raise YtError(f"Cannot freeze tablet {tablet.tablet_id} in \"unmounted\" state",
-                                      code=INVALID_TABLET_STATE)
+                        raise YtError(
+                            f'Cannot freeze tablet {tablet.tablet_id} in "unmounted" state', code=INVALID_TABLET_STATE
+                        )
                     new_state = "frozen"
                 elif action == "unfreeze":
                     if tablet.state == "unmounted":
-                        raise YtError(f"Cannot unfreeze tablet {tablet.tablet_id} in \"unmounted\" state",
-                                      code=INVALID_TABLET_STATE)
+                        raise YtError(
+                            f'Cannot unfreeze tablet {tablet.tablet_id} in "unmounted" state', code=INVALID_TABLET_STATE
+                        )
                     new_state = "mounted"
                 elif action == "remount":
                     new_state = tablet.state
@@ -337,8 +403,15 @@ class State:
                     tablet.state = new_state
                     ordered.persist_tablet(conn, node.id, tablet)
 
-    def reshard(self, path: str, tablet_count: int | None, pivot_keys: list[Any] | None,
-                trimmed_row_counts: list[int] | None, first: int | None, last: int | None) -> None:
+    def reshard(
+        self,
+        path: str,
+        tablet_count: int | None,
+        pivot_keys: list[Any] | None,
+        trimmed_row_counts: list[int] | None,
+        first: int | None,
+        last: int | None,
+    ) -> None:
         """``reshard_table``: only when every tablet is unmounted, as in YT."""
         with self.lock, self.storage.transaction() as conn:
             node = self.dynamic_table(path)
@@ -346,14 +419,18 @@ class State:
             assert table is not None
             for tablet in table.tablets:
                 if tablet.state != "unmounted":
-                    raise YtError(f"Cannot reshard table {node.path} since tablet {tablet.tablet_id} is not "
-                                  "unmounted", code=INVALID_TABLET_STATE)
+                    raise YtError(
+                        f"Cannot reshard table {node.path} since tablet {tablet.tablet_id} is not unmounted",
+                        code=INVALID_TABLET_STATE,
+                    )
             if first is not None or last is not None:
-                raise YtError("Resharding a tablet range (first_tablet_index/last_tablet_index) is not supported "
-                              "by the local server; reshard the whole table")
+                raise YtError(
+                    "Resharding a tablet range (first_tablet_index/last_tablet_index) is not supported "
+                    "by the local server; reshard the whole table"
+                )
             if table.schema.sorted:
                 if pivot_keys is None and tablet_count is None:
-                    raise YtError("Either \"pivot_keys\" or \"tablet_count\" must be given")
+                    raise YtError('Either "pivot_keys" or "tablet_count" must be given')
                 count = len(pivot_keys) if pivot_keys is not None else int(tablet_count or 1)
                 table.pivot_keys = list(pivot_keys) if pivot_keys is not None else []
                 old = table.tablets
@@ -366,22 +443,31 @@ class State:
                 if pivot_keys is not None:
                     raise YtError("Pivot keys cannot be given for an ordered table")
                 if tablet_count is None:
-                    raise YtError("\"tablet_count\" is required to reshard an ordered table")
+                    raise YtError('"tablet_count" is required to reshard an ordered table')
                 count = int(tablet_count)
                 if count < 1:
                     raise YtError(f"Invalid tablet count {count}")
                 old = table.tablets
                 for tablet in old[count:]:
                     if tablet.total_row_count > tablet.trimmed_row_count:
-                        raise YtError(f"Cannot reduce the tablet count of ordered table {node.path}: tablet "
-                                      f"{tablet.index} still holds rows (the local server never drops queue rows "
-                                      "on reshard)")
+                        raise YtError(
+                            f"Cannot reduce the tablet count of ordered table {node.path}: tablet "
+                            f"{tablet.index} still holds rows (the local server never drops queue rows "
+                            "on reshard)"
+                        )
                 new_trimmed = list(trimmed_row_counts) if trimmed_row_counts else []
                 tablets = old[:count]
                 for index in range(len(tablets), count):
                     start = int(new_trimmed[index - len(old)]) if index - len(old) < len(new_trimmed) else 0
-                    tablets.append(Tablet(index, self._tablet_id(node.id, index), total_row_count=start,
-                                          trimmed_row_count=start, last_chunk=()))
+                    tablets.append(
+                        Tablet(
+                            index,
+                            self._tablet_id(node.id, index),
+                            total_row_count=start,
+                            trimmed_row_count=start,
+                            last_chunk=(),
+                        )
+                    )
                 for tablet in old[count:]:
                     conn.execute("DELETE FROM chunks WHERE table_id = ? AND tablet = ?", (node.id, tablet.index))
                 table.tablets = tablets
@@ -399,23 +485,27 @@ class State:
             result = []
             for index in indexes:
                 tablet = self._tablet(node, int(index))
-                result.append({
-                    "total_row_count": tablet.total_row_count if table.ordered else 0,
-                    "trimmed_row_count": tablet.trimmed_row_count if table.ordered else 0,
-                    "delayed_lockless_row_count": 0,
-                    "barrier_timestamp": yson.YsonUint64(self.timestamps.last),
-                    "last_write_timestamp": yson.YsonUint64(tablet.last_write_ts),
-                    "table_replica_infos": yson.YsonEntity(),
-                    "tablet_errors": [],
-                })
+                result.append(
+                    {
+                        "total_row_count": tablet.total_row_count if table.ordered else 0,
+                        "trimmed_row_count": tablet.trimmed_row_count if table.ordered else 0,
+                        "delayed_lockless_row_count": 0,
+                        "barrier_timestamp": yson.YsonUint64(self.timestamps.last),
+                        "last_write_timestamp": yson.YsonUint64(tablet.last_write_ts),
+                        "table_replica_infos": yson.YsonEntity(),
+                        "tablet_errors": [],
+                    }
+                )
             return {"tablets": result}
 
     def _tablet(self, node: Node, index: int) -> Tablet:
         table = node.table
         assert table is not None
         if index < 0 or index >= len(table.tablets):
-            raise YtError(f"Invalid tablet index: expected in range [0,{len(table.tablets) - 1}], got {index}",
-                          attributes={"path": node.path})
+            raise YtError(
+                f"Invalid tablet index: expected in range [0,{len(table.tablets) - 1}], got {index}",
+                attributes={"path": node.path},
+            )
         return table.tablets[index]
 
     def trim_rows(self, path: str, tablet_index: int, trimmed_row_count: int) -> None:
@@ -429,8 +519,10 @@ class State:
             tablet = self._tablet(node, tablet_index)
             self.validate_mounted(node, tablet, write=True)
             if trimmed_row_count > tablet.total_row_count:
-                raise YtError(f"Cannot trim tablet {tablet.tablet_id} at row {trimmed_row_count} since it only "
-                              f"has {tablet.total_row_count} row(s)")
+                raise YtError(
+                    f"Cannot trim tablet {tablet.tablet_id} at row {trimmed_row_count} since it only "
+                    f"has {tablet.total_row_count} row(s)"
+                )
             if trimmed_row_count < 0:
                 raise YtError(f"Invalid trimmed row count {trimmed_row_count}")
             with self.storage.transaction() as conn:
@@ -446,13 +538,20 @@ class State:
         if tablet.state in allowed:
             return
         if write:
-            message = f"Tablet {tablet.tablet_id} of table {node.path} is in \"{tablet.state}\" state"
+            message = f'Tablet {tablet.tablet_id} of table {node.path} is in "{tablet.state}" state'
         else:
-            message = (f"Cannot read from tablet {tablet.tablet_id} of table {node.path} while it is in "
-                       f"\"{tablet.state}\" state")
-        raise YtError(message, code=TABLET_NOT_MOUNTED,
-                      attributes={"tablet_id": tablet.tablet_id, "table_path": node.path,
-                                  "is_tablet_unmounted": tablet.state == "unmounted"})
+            message = (
+                f'Cannot read from tablet {tablet.tablet_id} of table {node.path} while it is in "{tablet.state}" state'
+            )
+        raise YtError(
+            message,
+            code=TABLET_NOT_MOUNTED,
+            attributes={
+                "tablet_id": tablet.tablet_id,
+                "table_path": node.path,
+                "is_tablet_unmounted": tablet.state == "unmounted",
+            },
+        )
 
     def validate_table_mounted(self, node: Node, write: bool) -> None:
         """Every tablet of a (sorted) table must accept the operation."""
@@ -470,8 +569,10 @@ class State:
             return None
         tx = self.transactions.get(tx_id)
         if tx.type != "tablet":
-            raise YtError(f"Transaction {tx_id} is a master transaction; dynamic-table commands need a tablet "
-                          "transaction", attributes={"transaction_id": tx_id})
+            raise YtError(
+                f"Transaction {tx_id} is a master transaction; dynamic-table commands need a tablet transaction",
+                attributes={"transaction_id": tx_id},
+            )
         return tx
 
     def implicit_transaction(self) -> Transaction:
@@ -509,8 +610,11 @@ class State:
                     if default_tablet is None:
                         mounted = [t.index for t in table.tablets if t.state == "mounted"]
                         if not mounted:
-                            raise YtError(f"Table {node.path} has no mounted tablets", code=TABLET_NOT_MOUNTED,
-                                          attributes={"table_path": node.path})
+                            raise YtError(
+                                f"Table {node.path} has no mounted tablets",
+                                code=TABLET_NOT_MOUNTED,
+                                attributes={"table_path": node.path},
+                            )
                         default_tablet = random.choice(mounted)
                     index = default_tablet
                 by_tablet.setdefault(int(index), []).append(row)
@@ -521,8 +625,9 @@ class State:
         for index, group in by_tablet.items():
             target.setdefault(index, []).extend(group)
 
-    def buffer_sorted(self, tx: Transaction, node: Node, rows: list[dict[bytes, Any]], delete: bool,
-                      update: bool) -> None:
+    def buffer_sorted(
+        self, tx: Transaction, node: Node, rows: list[dict[bytes, Any]], delete: bool, update: bool
+    ) -> None:
         """Buffer sorted-table upserts or deletes into ``tx`` (later writes of a key win)."""
         table = node.table
         assert table is not None
@@ -557,8 +662,9 @@ class State:
                         node = self._live_table(table_id, tx)
                         self.validate_table_mounted(node, write=True)
                         for key in writes:
-                            sorted_tables.check_conflict(conn, self.storage, table_id, node.path, key,
-                                                         tx.start_ts, tx.id)
+                            sorted_tables.check_conflict(
+                                conn, self.storage, table_id, node.path, key, tx.start_ts, tx.id
+                            )
                     for table_id, per_tablet in tx.ordered_writes.items():
                         node = self._live_table(table_id, tx)
                         for index in per_tablet:
@@ -571,16 +677,34 @@ class State:
                         assert node.table is not None
                         for index, rows in per_tablet.items():
                             tablet = node.table.tablets[index]
-                            saved.append((tablet, (tablet.total_row_count, tablet.last_write_ts,
-                                                   tablet.cumulative_data_weight, tablet.trimmed_row_count,
-                                                   tablet.last_chunk)))
+                            saved.append(
+                                (
+                                    tablet,
+                                    (
+                                        tablet.total_row_count,
+                                        tablet.last_write_ts,
+                                        tablet.cumulative_data_weight,
+                                        tablet.trimmed_row_count,
+                                        tablet.last_chunk,
+                                    ),
+                                )
+                            )
                             ordered.append(conn, self.storage, table_id, tablet, node.table.schema, rows, commit_ts)
                     for table_id, writes in tx.sorted_writes.items():
                         node = self.cypress.by_id[table_id]
                         assert node.table is not None
                         for write in writes.values():
-                            sorted_tables.apply_write(conn, table_id, node.path, node.table.schema, write.key,
-                                                      write.row, write.update, commit_ts, horizon)
+                            sorted_tables.apply_write(
+                                conn,
+                                table_id,
+                                node.path,
+                                node.table.schema,
+                                write.key,
+                                write.row,
+                                write.update,
+                                commit_ts,
+                                horizon,
+                            )
                     self._persist_meta(conn)
             except BaseException:
                 for tablet, (total, last_ts, cdw, trimmed, _last_chunk) in saved:
@@ -594,8 +718,11 @@ class State:
         node = self.cypress.by_id.get(table_id)
         if node is None or node.table is None:
             path = tx.table_paths.get(table_id, f"#{table_id}")
-            raise YtError(f"Table {path} was removed before the transaction committed",
-                          code=500, attributes={"transaction_id": tx.id})
+            raise YtError(
+                f"Table {path} was removed before the transaction committed",
+                code=500,
+                attributes={"transaction_id": tx.id},
+            )
         return node
 
     def write(self, tx: Transaction | None, apply: Any) -> None:

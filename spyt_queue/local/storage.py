@@ -95,21 +95,29 @@ class Storage:
 
     def load_tablets(self) -> list[tuple[Any, ...]]:
         """Every tablet row."""
-        return list(self.reader.execute(
-            "SELECT table_id, tablet, state, total_row_count, trimmed_row_count, last_write_ts, "
-            "cumulative_data_weight FROM tablets ORDER BY table_id, tablet"))
+        return list(
+            self.reader.execute(
+                "SELECT table_id, tablet, state, total_row_count, trimmed_row_count, last_write_ts, "
+                "cumulative_data_weight FROM tablets ORDER BY table_id, tablet"
+            )
+        )
 
     def load_registrations(self) -> list[tuple[Any, ...]]:
         """Every queue consumer registration."""
-        return list(self.reader.execute(
-            "SELECT queue_cluster, queue_path, consumer_cluster, consumer_path, vital, partitions "
-            "FROM registrations"))
+        return list(
+            self.reader.execute(
+                "SELECT queue_cluster, queue_path, consumer_cluster, consumer_path, vital, partitions "
+                "FROM registrations"
+            )
+        )
 
     def last_chunk(self, table_id: str, tablet: int) -> tuple[int, int, bytes] | None:
         """The last chunk of a tablet: ``(first_row, row_count, data)``."""
         row = self.reader.execute(
             "SELECT first_row, row_count, data FROM chunks WHERE table_id = ? AND tablet = ? "
-            "ORDER BY first_row DESC LIMIT 1", (table_id, tablet)).fetchone()
+            "ORDER BY first_row DESC LIMIT 1",
+            (table_id, tablet),
+        ).fetchone()
         return (int(row[0]), int(row[1]), bytes(row[2])) if row else None
 
     def read_chunks(self, table_id: str, tablet: int, begin: int, end: int) -> Iterator[tuple[int, int, bytes]]:
@@ -117,12 +125,15 @@ class Storage:
         conn = self.reader
         start = conn.execute(
             "SELECT max(first_row) FROM chunks WHERE table_id = ? AND tablet = ? AND first_row <= ?",
-            (table_id, tablet, begin)).fetchone()[0]
+            (table_id, tablet, begin),
+        ).fetchone()[0]
         if start is None:
             start = begin
         cursor = conn.execute(
             "SELECT first_row, row_count, data FROM chunks WHERE table_id = ? AND tablet = ? "
-            "AND first_row >= ? AND first_row < ? ORDER BY first_row", (table_id, tablet, start, end))
+            "AND first_row >= ? AND first_row < ? ORDER BY first_row",
+            (table_id, tablet, start, end),
+        )
         while True:
             batch = cursor.fetchmany(64)
             if not batch:
@@ -135,21 +146,24 @@ class Storage:
         """The newest version of a sorted-table key at or below ``ts``: ``(ts, value-or-None)``."""
         row = self.reader.execute(
             "SELECT ts, value FROM versions WHERE table_id = ? AND key = ? AND ts <= ? ORDER BY ts DESC LIMIT 1",
-            (table_id, key, ts)).fetchone()
+            (table_id, key, ts),
+        ).fetchone()
         return (int(row[0]), row[1]) if row else None
 
     def latest_commit_ts(self, conn: sqlite3.Connection, table_id: str, key: bytes) -> int:
         """The commit timestamp of the newest version of a key (0 if none), on the write connection."""
-        row = conn.execute("SELECT max(ts) FROM versions WHERE table_id = ? AND key = ?",
-                           (table_id, key)).fetchone()
+        row = conn.execute("SELECT max(ts) FROM versions WHERE table_id = ? AND key = ?", (table_id, key)).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
-    def scan_versions(self, table_id: str, ts: int, lower: bytes | None = None,
-                      upper: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+    def scan_versions(
+        self, table_id: str, ts: int, lower: bytes | None = None, upper: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
         """Live rows of a sorted table at ``ts`` in key order: ``(key, value)``; streams in batches."""
         conn = self.reader
-        sql = ("SELECT key, value FROM versions v WHERE table_id = ? AND ts = "
-               "(SELECT max(ts) FROM versions w WHERE w.table_id = v.table_id AND w.key = v.key AND w.ts <= ?)")
+        sql = (
+            "SELECT key, value FROM versions v WHERE table_id = ? AND ts = "
+            "(SELECT max(ts) FROM versions w WHERE w.table_id = v.table_id AND w.key = v.key AND w.ts <= ?)"
+        )
         args: list[Any] = [table_id, ts]
         if lower is not None:
             sql += " AND key >= ?"
@@ -168,6 +182,5 @@ class Storage:
 
     def count_live_keys(self, table_id: str) -> int:
         """An upper bound of live rows of a sorted table (distinct keys with any version)."""
-        row = self.reader.execute("SELECT count(DISTINCT key) FROM versions WHERE table_id = ?",
-                                  (table_id,)).fetchone()
+        row = self.reader.execute("SELECT count(DISTINCT key) FROM versions WHERE table_id = ?", (table_id,)).fetchone()
         return int(row[0])

@@ -100,12 +100,12 @@ def split_path(path: str) -> tuple[list[str], list[str] | None]:
         components = []
         tail = path[1:]
     else:
-        raise YtError(f"Error parsing YPath {path!r}: expected \"/\" or \"#\" at the beginning")
+        raise YtError(f'Error parsing YPath {path!r}: expected "/" or "#" at the beginning')
     attribute: list[str] | None = None
     parts = _split_unescaped(tail) if tail else []
     for index, part in enumerate(parts):
         if part.startswith("@"):
-            attribute = [part[1:], *parts[index + 1:]] if part[1:] else parts[index + 1:]
+            attribute = [part[1:], *parts[index + 1 :]] if part[1:] else parts[index + 1 :]
             break
         if part == "":
             if index == len(parts) - 1:

@@ -79,13 +79,16 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._initial
 
     def getDefaultReadLimit(self) -> Any:
-        """``maxOffsetsPerTrigger`` as Spark's ``ReadMaxRows``; a per-partition cap alone needs no global one."""
+        """``maxOffsetsPerTrigger`` as Spark's ``ReadMaxRows``.
+
+        Any configured cap or minimum yields a limit other than ``ReadAllAvailable``, so that
+        ``ReadAllAvailable`` reaching :meth:`latestOffset` always means Trigger.Once (read everything, no delay).
+        """
         if ReadMaxRows is None:  # pragma: no cover
             return None
         if self.settings.max_rows_per_trigger:
             return ReadMaxRows(self.settings.max_rows_per_trigger)
-        if self.settings.max_rows_per_partition:
-            # Any limit other than ReadAllAvailable, so that ReadAllAvailable means Trigger.Once.
+        if self.settings.max_rows_per_partition or self.settings.min_rows_per_trigger:
             return ReadMaxRows(UNLIMITED)
         return ReadAllAvailable()
 

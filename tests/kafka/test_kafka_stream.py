@@ -190,3 +190,31 @@ def test_invalid_options_fail_before_start(spark, topic) -> None:
         spark.readStream.format("ytqueue").option("kafka.bootstrap.servers", topic.bootstrap).load()
     with pytest.raises(Exception, match=r"kafka\.auto\.offset\.reset"):
         topic.stream(spark, **{"kafka.auto.offset.reset": "earliest"}).writeStream.format("noop").start()
+
+
+def test_status_command_shows_group_lag(spark, topic, out) -> None:
+    import re
+
+    from typer.testing import CliRunner
+
+    from spyt_queue.cli import app
+
+    topic.produce(10)
+    run_to_files(topic.stream(spark, startingOffsets="earliest"), topic.checkpoint, out())
+    topic.produce(4, partition=1)
+    args = ["status", "--bootstrap-servers", topic.bootstrap, "--topic", topic.name, "--group", topic.group]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert re.search(rf"{topic.name}:0\s+│\s+5\s+│\s+0\s+│\s+5\s+│\s+0\s+│", result.output), result.output
+    assert re.search(rf"{topic.name}:1\s+│\s+5\s+│\s+0\s+│\s+9\s+│\s+4\s+│", result.output), result.output
+
+
+def test_starting_timestamp_picks_first_record_at_or_after(spark, topic, out) -> None:
+    now = int(time.time() * 1000)  # recent stamps: the broker's retention would delete ancient ones at once
+    topic.produce(8, timestamp_ms=now - 600_000)
+    later = topic.produce(8, timestamp_ms=now - 60_000)
+    path = out()
+    run_to_files(topic.stream(spark, startingTimestamp=now - 300_000), topic.checkpoint, path)
+    assert ids_in(spark, path) == later
+    with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy"):
+        run_to_files(topic.stream(spark, startingTimestamp=now + 3_600_000), topic.checkpoint + "2", out())

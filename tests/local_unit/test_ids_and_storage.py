@@ -33,8 +33,12 @@ def test_tablet_transaction_ids_are_not_master_for_the_client():
 def test_key_encoding_preserves_yt_order():
     keys = [[None], [-5], [0], [7], [yson.YsonUint64(1)], [b""], [b"a"], [b"a\x00"], [b"ab"], [b"b"]]
     ints = [[None], [-(1 << 63)], [-1], [0], [1], [(1 << 63) - 1]]
-    for group in (ints, [[b""], [b"a"], [b"a\x00"], [b"ab"], [b"b"]], [[-1.5], [0.0], [2.5]],
-                  [[b"a", 1], [b"a", 2], [b"b", None]]):
+    for group in (
+        ints,
+        [[b""], [b"a"], [b"a\x00"], [b"ab"], [b"b"]],
+        [[-1.5], [0.0], [2.5]],
+        [[b"a", 1], [b"a", 2], [b"b", None]],
+    ):
         encoded = [encode_key(k) for k in group]
         assert encoded == sorted(encoded)
     assert len({encode_key(k) for k in keys}) == len(keys)

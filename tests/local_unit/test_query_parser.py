@@ -16,8 +16,10 @@ def predicate(where: str):
 
 
 def test_parses_the_supported_shapes():
-    query = parse_query("data, [$row_index] as r from [//tmp/q] where [$tablet_index] = 1 and "
-                        "[$row_index] between 3 and 9 order by r desc offset 1 limit 5")
+    query = parse_query(
+        "data, [$row_index] as r from [//tmp/q] where [$tablet_index] = 1 and "
+        "[$row_index] between 3 and 9 order by r desc offset 1 limit 5"
+    )
     assert query.path == "//tmp/q"
     assert query.projection == [("data", "data"), ("$row_index", "r")]
     assert (query.limit, query.offset, query.order_by[0].descending) == (5, 1, True)
@@ -25,29 +27,35 @@ def test_parses_the_supported_shapes():
     assert integer_bounds(query.where, "$tablet_index")[0] == {1}
 
 
-@pytest.mark.parametrize("where, row, expected", [
-    ("data = 'a' or not (n > 3u)", {b"data": b"b", b"n": 2}, True),
-    ("n in (1, 2, 3)", {b"n": 4}, False),
-    ("(data, n) = ('x', 1)", {b"data": b"x", b"n": 1}, True),
-    ("is_null(data)", {b"n": 1}, True),
-    ("data != null", {b"data": b""}, True),
-    ("n not between 2 and 4", {b"n": 3}, False),
-    ("1 = 1", {}, True),
-])
+@pytest.mark.parametrize(
+    "where, row, expected",
+    [
+        ("data = 'a' or not (n > 3u)", {b"data": b"b", b"n": 2}, True),
+        ("n in (1, 2, 3)", {b"n": 4}, False),
+        ("(data, n) = ('x', 1)", {b"data": b"x", b"n": 1}, True),
+        ("is_null(data)", {b"n": 1}, True),
+        ("data != null", {b"data": b""}, True),
+        ("n not between 2 and 4", {b"n": 3}, False),
+        ("1 = 1", {}, True),
+    ],
+)
 def test_predicates(where, row, expected):
     assert predicate(where)(row) is expected
 
 
-@pytest.mark.parametrize("query", [
-    "sum(1) from [//t] group by 1",
-    "* from [//t] join [//u] using k",
-    "* from [//t] where n + 1 = 2",
-    "* from [//t] where lower(data) = 'a'",
-    "* from [//t] order by n",
-    "a + b from [//t]",
-    "* from [//t] where data = ",
-    "* from //t",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "sum(1) from [//t] group by 1",
+        "* from [//t] join [//u] using k",
+        "* from [//t] where n + 1 = 2",
+        "* from [//t] where lower(data) = 'a'",
+        "* from [//t] order by n",
+        "a + b from [//t]",
+        "* from [//t] where data = ",
+        "* from //t",
+    ],
+)
 def test_rejects_unsupported_queries(query):
     with pytest.raises(YtError):
         q = parse_query(query)

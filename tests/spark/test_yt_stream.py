@@ -252,3 +252,30 @@ def test_bad_options_name_the_option(spark, pipe) -> None:
         spark.readStream.format("ytqueue").option("proxy", pipe.proxy).load(pipe.queue).writeStream.format(
             "noop"
         ).start().awaitTermination(60)
+
+
+def test_idle_query_leaves_consumer_at_processed_end(spark, pipe) -> None:
+    """Spark never commits the last batch of an idle stream; the latestOffset hook does, while it runs."""
+    import time
+
+    ids = pipe.produce(20)
+    df = pipe.reader(spark).selectExpr(
+        "id", "payload", "__spyt_streaming_src_tablet_index as tablet", "__spyt_streaming_src_row_index as row"
+    )
+    query = (
+        df.writeStream.format("ytqueue")
+        .option("proxy", pipe.proxy)
+        .option("path", pipe.output)
+        .option("checkpointLocation", pipe.checkpoint)
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and pipe.consumer_offsets() != pipe.ends():
+            time.sleep(0.5)
+        assert query.isActive and query.exception() is None
+        assert pipe.consumer_offsets() == pipe.ends() == {0: 10, 1: 10}
+        assert pipe.output_ids() == ids
+    finally:
+        query.stop()
