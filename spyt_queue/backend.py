@@ -22,11 +22,6 @@ class PartitionBounds:
     lower: int
     upper: int
 
-    @property
-    def available(self) -> int:
-        """How many rows the partition holds."""
-        return max(0, self.upper - self.lower)
-
 
 class DataLossHandler(ABC):
     """Decides what to do when rows are gone: fail the query or warn and go on."""
@@ -81,6 +76,3 @@ class QueueBackend(ABC):
     def offsets_for_timestamps(self, timestamps: Mapping[str, int]) -> dict[str, int | None]:
         """First offset at or after each timestamp (ms), ``None`` where there is none (Kafka only)."""
         raise NotImplementedError(f"{type(self).__name__} can not look up offsets by timestamp")
-
-    def close(self) -> None:  # noqa: B027 - optional hook, nothing to release by default
-        """Release clients (executors keep them cached per process instead)."""

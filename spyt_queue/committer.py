@@ -37,7 +37,6 @@ class Committer:
         self.backoff_seconds = backoff_seconds
         self.max_backoff_seconds = max_backoff_seconds
         self._known: dict[str, int | None] | None = None
-        self.advances = 0
 
     def remember(self, positions: Mapping[str, int | None]) -> None:
         """Record positions just read from the backend (e.g. by ``initialOffset``) as the CAS baseline."""
@@ -83,6 +82,8 @@ class Committer:
                 raise
             except Exception as error:
                 if not self.backend.is_transient(error) or attempt > self.retries:
+                    # A timed-out attempt may have been applied: re-read the position before the next CAS.
+                    self._known = None
                     raise CommitError(
                         f"Could not advance the committed position to {new} after {attempt} attempt(s): "
                         f"{error}. The checkpoint still holds the progress; the next trigger retries."
@@ -91,6 +92,5 @@ class Committer:
                 time.sleep(delay)
                 delay = min(delay * 2, self.max_backoff_seconds)
         known.update(new)
-        self.advances += 1
         log.info("advanced %s", ", ".join(f"{k}: {old[k]} -> {new[k]}" for k in sorted_partitions(new)))
         return True

@@ -65,7 +65,3 @@ class StreamOffset:
             )
         positions = {str(k): int(v) for k, v in dict(data["partitions"]).items()}
         return cls(source=source, positions=positions)
-
-    def with_positions(self, positions: Mapping[str, int]) -> StreamOffset:
-        """A copy of this offset with other positions."""
-        return StreamOffset(self.source, dict(positions))

@@ -20,8 +20,9 @@ _FALSE = {"false", "0", "no", "off"}
 class Options:
     """Case-insensitive, typed access to a source's or sink's options."""
 
-    def __init__(self, raw: Mapping[str, str]) -> None:
+    def __init__(self, raw: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> None:
         self._raw = {str(k).lower(): v for k, v in dict(raw).items()}
+        self._defaults = {str(k).lower(): v for k, v in dict(defaults or {}).items()}
 
     def __contains__(self, name: str) -> bool:
         return name.lower() in self._raw and self._raw[name.lower()] not in (None, "")
@@ -32,10 +33,11 @@ class Options:
 
     def get_str(self, name: str, default: str | None = None, *aliases: str) -> str | None:
         """The option's string value (checking ``aliases`` too), or ``default``."""
-        for key in (name, *aliases):
-            value = self._raw.get(key.lower())
-            if value not in (None, ""):
-                return str(value)
+        for source in (self._raw, self._defaults):  # explicit options (any alias) win over session defaults
+            for key in (name, *aliases):
+                value = source.get(key.lower())
+                if value not in (None, ""):
+                    return str(value)
         return default
 
     def require_str(self, name: str, hint: str) -> str:

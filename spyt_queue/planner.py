@@ -17,14 +17,14 @@ from spyt_queue.offsets import sorted_partitions
 class BatchPlan:
     """The outcome of planning one trigger."""
 
-    start: dict[str, int]
+    start: dict[str, int]  # where each partition's rows effectively begin (after skipping lost rows)
     end: dict[str, int]
     notes: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> int:
-        """Rows the batch covers, counting from the effective start of each partition."""
-        return sum(max(0, self.end[p] - self.start.get(p, self.end[p])) for p in self.end)
+        """Rows the batch reads."""
+        return sum(self.end[p] - self.start[p] for p in self.end)
 
 
 def split_by_backlog(backlog: Mapping[str, int], limit: int) -> dict[str, int]:
@@ -38,11 +38,11 @@ def split_by_backlog(backlog: Mapping[str, int], limit: int) -> dict[str, int]:
     if total <= limit:
         return dict(backlog)
     shares: dict[str, int] = {}
-    remainders: list[tuple[float, str]] = []
+    remainders: list[tuple[int, str]] = []
     for key, size in backlog.items():
-        exact = limit * size / total
-        shares[key] = min(size, int(exact))
-        remainders.append((exact - int(exact), key))
+        share, remainder = divmod(limit * size, total)
+        shares[key] = min(size, share)
+        remainders.append((remainder, key))
     left = limit - sum(shares.values())
     for _, key in sorted(remainders, key=lambda item: (-item[0], item[1])):
         if left <= 0:
@@ -81,7 +81,6 @@ class OffsetPlanner:
         * ``target`` (AvailableNow) caps each partition; partitions absent from it are not read.
         """
         effective: dict[str, int] = {}
-        carried: dict[str, int] = {}
         hold: set[str] = set()
         notes: list[str] = []
         for key in sorted_partitions(start):
@@ -103,7 +102,6 @@ class OffsetPlanner:
                 notes.append(f"new {key} from {b.lower}")
                 continue
             position = start[key]
-            carried[key] = position
             if position < b.lower:
                 on_data_loss.report(
                     f"rows [{position}, {b.lower}) of {self.describe(key)} were removed (trimmed or expired) "
@@ -131,4 +129,4 @@ class OffsetPlanner:
         if max_rows is not None:
             backlog = split_by_backlog(backlog, max_rows)
         end = {key: effective[key] + backlog[key] for key in sorted_partitions(effective)}
-        return BatchPlan(start=carried, end=end, notes=notes)
+        return BatchPlan(start=effective, end=end, notes=notes)

@@ -13,17 +13,21 @@ def resolve_positions(
     bounds: dict[str, PartitionBounds],
     committed: dict[str, int | None],
     backend: QueueBackend | None = None,
+    ending: bool = False,
 ) -> dict[str, int]:
     """Offsets for every partition in ``bounds``.
 
     ``consumer``/``group``: the committed position, or the first available row where none is committed;
     ``earliest``/``latest``: the bounds; explicit JSON: the given offsets (-2/-1 = earliest/latest; partitions
-    left out start at the earliest row); timestamps: the first row at or after the time, per the strategy.
+    left out start at the earliest row, or, for an ``ending`` position, end at the latest); timestamps: the first
+    row at or after the time, per the strategy.
     """
+    which = "ending" if ending else "starting"
+    missing = LATEST if ending else EARLIEST
     stamps: dict[str, int | None] = {}
     if position.kind == "timestamp":
         if backend is None:
-            raise OptionError("startingTimestamp", "this source can not look up offsets by timestamp")
+            raise OptionError(f"{which}Timestamp", "this source can not look up offsets by timestamp")
         wanted = (
             {key: position.timestamp for key in bounds}
             if position.timestamp is not None
@@ -42,7 +46,7 @@ def resolve_positions(
             result[key] = b.lower if value is None else value
         elif position.kind == "timestamp":
             if key not in stamps:
-                result[key] = b.lower
+                result[key] = b.upper if ending else b.lower
                 continue
             found = stamps[key]
             if found is None:
@@ -50,12 +54,12 @@ def resolve_positions(
                     found = b.upper
                 else:
                     raise OptionError(
-                        "startingTimestamp",
+                        f"{which}Timestamp",
                         f"no record of {key} has a timestamp at or after the one given; set "
-                        "startingOffsetsByTimestampStrategy=latest to start at the end instead",
+                        f"{which}OffsetsByTimestampStrategy=latest to use the end instead",
                     )
             result[key] = found
         else:
-            value = (position.explicit or {}).get(key, EARLIEST)
+            value = (position.explicit or {}).get(key, missing)
             result[key] = b.lower if value == EARLIEST else b.upper if value == LATEST else value
     return result

@@ -116,8 +116,6 @@ class ReaderSettings:
                     raise OptionError(name, "only batch queries (spark.read) take an ending position")
         elif starting.kind == "latest":
             raise OptionError("startingOffsets", "'latest' is not allowed for batch queries (it reads nothing)")
-        elif ending.kind == "earliest":
-            raise OptionError("endingOffsets", "'earliest' is not allowed for batch queries (it reads nothing)")
         min_rows = options.get_int("minOffsetsPerTrigger", None, "min_rows_per_trigger")
         max_rows = options.get_int("maxOffsetsPerTrigger", None, "max_rows_per_trigger")
         if min_rows is not None and max_rows is not None and min_rows > max_rows:

@@ -118,6 +118,9 @@ def kafka_broker():
     try:
         yield broker
     finally:
+        from spyt_queue.kafka.clients import close_all
+
+        close_all()  # pooled consumers of this process would keep reconnecting to the stopped broker
         broker.stop()
 
 

@@ -29,3 +29,23 @@ def test_transient_failures_are_retried_logged_and_surface_as_commit_error(yt, y
     yt.mount_table(consumer, sync=True)
     assert committer.advance_to({"0": 5}) is True  # progress was kept and is committed once YT is back
     assert backend.committed() == {"0": 5}
+
+
+def test_an_advance_applied_despite_a_failure_is_not_mistaken_for_a_conflict(yt, yt_proxy, yt_root) -> None:
+    """A timed-out advance may have been applied: the next attempt re-reads the position instead of failing."""
+    queue, consumer = f"{yt_root}/q", f"{yt_root}/c"
+    create_queue(yt, queue, [column("id", "int64")], tablet_count=1)
+    create_consumer(yt, consumer, queue)
+    backend = YtQueueBackend(
+        YtConnection(yt_proxy, config={"dynamic_table_retries": {"enable": False}}), queue, consumer
+    )
+    committer = Committer(backend, retries=0, backoff_seconds=0.01)
+    committer.advance_to({"0": 2})
+    yt.unmount_table(consumer, sync=True)
+    with pytest.raises(CommitError):
+        committer.advance_to({"0": 5})
+    yt.mount_table(consumer, sync=True)
+    yt.advance_consumer(consumer, queue, partition_index=0, old_offset=2, new_offset=5)  # "the lost response"
+    assert committer.advance_to({"0": 5}) is False
+    assert committer.advance_to({"0": 7}) is True
+    assert backend.committed() == {"0": 7}

@@ -282,6 +282,9 @@ class KafkaBackend(QueueBackend):
     def _consume(
         self, consumer: Any, topic: str, index: int, start: int, end: int, partition: str, on_data_loss: DataLossHandler
     ) -> Iterator[pa.RecordBatch]:
+        """Read until ``end``: by records, by the partition-EOF offset, or by the consumer's position, whichever
+        shows first that nothing below ``end`` is left (transaction markers, aborted or compacted records leave
+        offsets that carry no record)."""
         position = start
         deadline = time.monotonic() + self.poll_timeout_ms / 1000
         while position < end:
@@ -291,24 +294,31 @@ class KafkaBackend(QueueBackend):
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
+                        position = max(position, message.offset())  # everything before the EOF offset was seen
                         continue
                     if error.code() == KafkaError._AUTO_OFFSET_RESET:
-                        on_data_loss.report(f"offset {position} of {self.describe(partition)} is out of range")
-                        return
+                        low = self._low_watermark(consumer, topic, index)
+                        on_data_loss.report(
+                            f"offsets [{position}, {min(low, end)}) of {self.describe(partition)} were deleted "
+                            "(retention) while they were being read"
+                        )
+                        position = max(position, low)
+                        if position < end:
+                            consumer.assign([TopicPartition(topic, index, position)])
+                        break
                     raise KafkaException(error)
                 offset = message.offset()
-                if offset >= end:
+                if message.partition() != index or message.topic() != topic or offset < position or offset >= end:
                     continue
                 batch.append(message)
             if batch:
-                position = batch[-1].offset() + 1
+                position = max(position, batch[-1].offset() + 1)
                 deadline = time.monotonic() + self.poll_timeout_ms / 1000
                 yield self._to_arrow(batch)
-            # Transaction markers and compacted or aborted records leave gaps: the position says how far we are.
             next_offset = consumer.position([TopicPartition(topic, index)])[0].offset
-            if next_offset >= 0:
+            if next_offset >= 0 and not batch:
                 position = max(position, next_offset)
-            if not batch and time.monotonic() > deadline:
+            if position < end and not batch and time.monotonic() > deadline:
                 raise SpytQueueError(
                     f"Timed out after {self.poll_timeout_ms} ms reading {self.describe(partition)} at offset "
                     f"{position} (batch ends at {end}); raise kafkaConsumer.pollTimeoutMs if the broker is slow"

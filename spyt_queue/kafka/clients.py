@@ -72,3 +72,13 @@ def pooled_consumer(config: Mapping[str, Any]) -> Iterator[Consumer]:
                 _IDLE_CONSUMERS.setdefault(key, []).append(consumer)
         else:
             consumer.close()
+
+
+def close_all() -> None:
+    """Close every pooled consumer and drop the admin clients of this process (e.g. before a broker goes away)."""
+    with _LOCK:
+        consumers = [c for idle in _IDLE_CONSUMERS.values() for c in idle]
+        _IDLE_CONSUMERS.clear()
+        _ADMINS.clear()
+    for consumer in consumers:
+        consumer.close()

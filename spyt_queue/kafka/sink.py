@@ -79,7 +79,7 @@ class KafkaRecordWriter:
         count = 0
         for batch in batches:
             for row in batch.to_pylist():
-                topic = row.get("topic") or self.default_topic
+                topic = self.default_topic or row.get("topic")  # the option overrides the column, as in Spark
                 if topic is None:
                     raise BadRecordError(f"record {row!r} has no topic and no 'topic' option is set")
                 kwargs: dict[str, Any] = {"value": row.get("value"), "key": row.get("key"), "on_delivery": delivered}
@@ -99,6 +99,8 @@ class KafkaRecordWriter:
                 if errors:
                     break
             producer.poll(0)
+            if errors:
+                break
         remaining = producer.flush(60)
         if remaining:
             raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")

@@ -28,9 +28,7 @@ class YtQueueDataSource(DataSource):
         return "ytqueue"
 
     def _options(self) -> Options:
-        merged = dict(self.session_defaults)
-        merged.update({str(k).lower(): v for k, v in dict(self.options).items()})
-        return Options(merged)
+        return Options(dict(self.options), defaults=self.session_defaults)
 
     def _is_kafka(self) -> bool:
         return "kafka.bootstrap.servers" in self._options()
@@ -52,8 +50,9 @@ class YtQueueDataSource(DataSource):
             return kafka_reader_settings(options, streaming)
         if streaming:
             return ReaderSettings.parse(options, starting_default="consumer", streaming=True)
-        default = "consumer" if "consumer_path" in options else "earliest"
-        return ReaderSettings.parse(options, starting_default=default, streaming=False)
+        if "consumer_path" in options:
+            return ReaderSettings.parse(options, starting_default="consumer", streaming=False)
+        return ReaderSettings.parse(options, starting_default="earliest", streaming=False, named=("earliest", "latest"))
 
     def schema(self) -> StructType:
         """The queue's schema mapped to Spark types (see the README's mapping table)."""
@@ -79,7 +78,7 @@ class YtQueueDataSource(DataSource):
             return kafka_stream_writer(self._options(), schema)
         from spyt_queue.spark.sink import yt_stream_writer
 
-        return yt_stream_writer(self._options(), schema)
+        return yt_stream_writer(self._options(), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Writes a DataFrame to a YT dynamic table."""

@@ -14,30 +14,20 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (  # PySpark >= 4.2: admission control, AvailableNow
+    ReadAllAvailable,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from spyt_queue.backend import PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
-from spyt_queue.errors import CommitError, ConsumerConflictError
+from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError
 from spyt_queue.offsets import StreamOffset
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
 from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
-
-try:  # PySpark >= 4.2: admission control and AvailableNow for Python sources
-    from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable,
-        ReadLimit,
-        ReadMaxRows,
-        SupportsTriggerAvailableNow,
-    )
-except ImportError:  # pragma: no cover - PySpark 4.0/4.1: caps are applied inside the reader
-    ReadLimit = object  # type: ignore[assignment,misc]
-    ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
-
-    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
-        """Stand-in so the class hierarchy stays the same on old PySpark."""
-
 
 log = logging.getLogger("spyt_queue.stream")
 
@@ -55,11 +45,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: dict[str, Any] | None = None
         self._target: dict[str, int] | None = None
         self._last_bounds: dict[str, PartitionBounds] | None = None
-        self._last_end: dict[str, Any] | None = None
         self._last_batch_at = time.monotonic()
-
-    def __getstate__(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        backend.schema()  # fetched once here, then carried to executors inside every input partition
 
     # -- offsets -----------------------------------------------------------------------------------------
     def _offset(self, positions: dict[str, int]) -> dict[str, Any]:
@@ -74,7 +61,14 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             bounds = self.backend.bounds()
             committed = self.backend.committed()
             self.committer.remember(committed)
-            self._initial = self._offset(resolve_positions(self.settings.starting, bounds, committed, self.backend))
+            positions = resolve_positions(self.settings.starting, bounds, committed, self.backend)
+            for key, position in positions.items():
+                if position > bounds[key].upper:
+                    raise OptionError(
+                        "startingOffsets",
+                        f"offset {position} of {key} is beyond its end {bounds[key].upper}",
+                    )
+            self._initial = self._offset(positions)
             log.info("initial offset %s", self._initial)
         return self._initial
 
@@ -84,8 +78,6 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         Any configured cap or minimum yields a limit other than ``ReadAllAvailable``, so that
         ``ReadAllAvailable`` reaching :meth:`latestOffset` always means Trigger.Once (read everything, no delay).
         """
-        if ReadMaxRows is None:  # pragma: no cover
-            return None
         if self.settings.max_rows_per_trigger:
             return ReadMaxRows(self.settings.max_rows_per_trigger)
         if self.settings.max_rows_per_partition or self.settings.min_rows_per_trigger:
@@ -97,12 +89,15 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = {key: b.upper for key, b in self.backend.bounds().items()}
         log.info("AvailableNow target %s", self._target)
 
-    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:
-        """Plan the next batch after ``start``; first commit ``start`` (the sink has committed up to it)."""
-        if start is None:  # PySpark 4.0/4.1 call latestOffset() without arguments
-            start = self._last_end or self.initialOffset()
+    def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
+        """Plan the next batch after ``start``; first commit ``start`` (the sink has committed up to it).
+
+        The initial offset of a fresh query is not committed: nothing has been processed yet, so a consumer
+        that is ahead (``startingOffsets=earliest``) is only moved once the first batch is in the sink.
+        """
         current = self._parse(start)
-        self._commit(current.positions, "latestOffset")
+        if start != self._initial:
+            self._commit(current.positions, "latestOffset")
         try:
             bounds = self.backend.bounds()
         except Exception as error:
@@ -113,7 +108,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
             return start
         self._last_bounds = bounds
-        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+        if isinstance(limit, ReadAllAvailable):
             planner, max_rows = OffsetPlanner(None, self.planner.describe), None
         else:
             planner = self.planner
@@ -134,7 +129,6 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         for note in plan.notes:
             log.info("%s: %s", self.backend.source_id, note)
         end = self._offset(plan.end)
-        self._last_end = end
         if plan.rows:
             self._last_batch_at = time.monotonic()
         return end
@@ -144,7 +138,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         minimum = self.settings.min_rows_per_trigger
         if not minimum or self._target is not None:
             return False
-        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+        if isinstance(limit, ReadAllAvailable):
             return False
         backlog = sum(max(0, b.upper - max(start.get(key, b.lower), b.lower)) for key, b in bounds.items())
         if backlog >= minimum:

@@ -18,7 +18,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from spyt_queue.errors import BadRecordError
-from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
+from spyt_queue.yt.schema import YtColumn, YtSchema
 
 _EPOCH = dt.date(1970, 1, 1)
 _TS = pa.timestamp("us", tz="UTC")
@@ -125,6 +125,7 @@ class RowConverter:
         self.schema = schema
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.include_service_columns = include_service_columns
+        self.parsing_type_v3 = parsing_type_v3
         self.describe_source = describe_source
         self._columns: list[tuple[YtColumn, bytes, pa.Field, Callable[[list[Any]], pa.Array]]] = []
         for column in yt_schema.columns:
@@ -194,19 +195,16 @@ class RowConverter:
         self, column: YtColumn, values: list[Any], tablet: int, row_indexes: list[int], error: Exception
     ) -> BadRecordError:
         field = self.arrow_schema.field(column.name)
-        build = self._column_builder(column, field, True)
+        build = self._column_builder(column, field, self.parsing_type_v3)
         for value, row in zip(values, row_indexes, strict=True):
             try:
                 build([value])
             except Exception:
+                hint = (
+                    " Use binary_strings=true for non-UTF-8 'string' columns." if column.base_type == "string" else ""
+                )
                 return BadRecordError(
                     f"Row {row} of tablet {tablet}{self.describe_source}: column {column.name!r} holds "
-                    f"{value!r}, which does not fit Spark type {field.type} ({error}). Use "
-                    "binary_strings=true for non-UTF-8 'string' columns."
+                    f"{value!r}, which does not fit Spark type {field.type} ({error}).{hint}"
                 )
         return BadRecordError(f"Column {column.name!r} of tablet {tablet}{self.describe_source}: {error}")
-
-
-def service_fields() -> list[str]:
-    """Names of the service columns, in the order they are prepended."""
-    return [SERVICE_TABLET_COLUMN, SERVICE_ROW_COLUMN]

@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.errors import BadRecordError, SchemaMismatchError
-from spyt_queue.yt.backend import YtConnection
+from spyt_queue.yt.backend import YtConnection, is_transient_yt_error
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
 
 log = logging.getLogger("spyt_queue.write")
@@ -54,7 +54,10 @@ def _compatible(spark: DataType, column: YtColumn) -> bool:
             return isinstance(spark, (DecimalType, BinaryType))
         return True  # composite: YSON bytes or a nested Spark value, checked when written
     if t in _YT_INT_BITS:
-        return isinstance(spark, _INTEGRAL) and _WIDTH[type(spark)] <= _YT_INT_BITS[t] + (1 if t[0] == "u" else 0)
+        bits = _YT_INT_BITS[t]
+        # Unsigned columns read back as the next wider signed type (uint32 -> bigint): accept that, range-checked.
+        limit = min(64, 2 * bits) if t.startswith("u") else bits
+        return isinstance(spark, _INTEGRAL) and _WIDTH[type(spark)] <= limit
     if t in ("double", "float"):
         return isinstance(spark, (FloatType, DoubleType) if t == "double" else (FloatType,)) or (
             t == "double" and isinstance(spark, _INTEGRAL)
@@ -127,7 +130,7 @@ class WriteStats:
     rows: int = 0
     skipped: int = 0
     requests: int = 0
-    tablets: dict[int, int] = field(default_factory=dict)
+    tablets: dict[int, tuple[int, int]] = field(default_factory=dict)  # source tablet -> (first, last) row
 
 
 class YtTableWriter:
@@ -162,15 +165,15 @@ class YtTableWriter:
         return [] if self.keep_service_columns else [SERVICE_TABLET_COLUMN, SERVICE_ROW_COLUMN]
 
     # -- conversion ----------------------------------------------------------------------------------------
-    def _prepare(self, batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    def _prepare(self, batch: pa.RecordBatch, first_row: int = 0) -> list[dict[str, Any]]:
         columns: dict[str, list[Any]] = {}
         for name, array in zip(batch.schema.names, batch.columns, strict=True):
             column = self.table.column(name)
-            columns[name] = self._convert(array, column)
+            columns[name] = self._convert(array, column, first_row)
         names = list(columns)
         return [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
-    def _convert(self, array: pa.Array, column: YtColumn | None) -> list[Any]:
+    def _convert(self, array: pa.Array, column: YtColumn | None, first_row: int = 0) -> list[Any]:
         t = column.base_type if column is not None else None
         if pa.types.is_timestamp(array.type):
             micros = array.cast(pa.int64())
@@ -181,9 +184,18 @@ class YtTableWriter:
             return array.cast(pa.int32()).to_pylist()
         values = array.to_pylist()
         if t in ("uint8", "uint16", "uint32", "uint64"):
+            top = 1 << _YT_INT_BITS[t]
+            for position, v in enumerate(values):
+                if v is not None and not 0 <= v < top:
+                    raise BadRecordError(
+                        f"row {first_row + position} of the DataFrame: column {column.name!r} holds {v}, "
+                        f"outside the range of YT type {t} [0, {top})"
+                    )
             return [None if v is None else yson.YsonUint64(v) for v in values]
         if t in ("yson", "any") and pa.types.is_binary(array.type):
             return [None if v is None else yson.loads(v) for v in values]
+        if isinstance(t, dict) and t.get("type_name") == "decimal" and pa.types.is_binary(array.type):
+            return values  # already YT's binary decimal (read without parsing_type_v3)
         if isinstance(t, dict) and t.get("type_name") == "decimal" and pa.types.is_decimal(array.type):
             p, s = int(t["precision"]), int(t["scale"])
             return [None if v is None else encode_yt_decimal(v, p, s) for v in values]
@@ -216,6 +228,8 @@ class YtTableWriter:
         try:
             self.client.insert_rows(self.path, rows, update=True if self.table.sorted else None)
         except Exception as error:
+            if is_transient_yt_error(error):
+                raise
             raise BadRecordError(
                 f"insert_rows of {len(rows)} rows into {self.path} failed (first row {rows[0]!r}): {error}"
             ) from error
@@ -233,7 +247,8 @@ class YtTableWriter:
                 )
             tablets = batch.column(SERVICE_TABLET_COLUMN).to_pylist()
             indexes = batch.column(SERVICE_ROW_COLUMN).to_pylist()
-            for tablet, index, row in zip(tablets, indexes, self._prepare(self._drop(batch)), strict=True):
+            rows = self._prepare(self._drop(batch))
+            for tablet, index, row in zip(tablets, indexes, rows, strict=True):
                 by_tablet.setdefault(int(tablet), []).append((int(index), row))
         for tablet, items in sorted(by_tablet.items()):
             items.sort(key=lambda item: item[0])
@@ -248,4 +263,4 @@ class YtTableWriter:
                 stats.skipped += skipped
                 stats.rows += len(rows) - skipped
                 stats.requests += 1
-            stats.tablets[tablet] = len(items)
+            stats.tablets[tablet] = (items[0][0], items[-1][0])

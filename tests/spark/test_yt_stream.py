@@ -279,3 +279,10 @@ def test_idle_query_leaves_consumer_at_processed_end(spark, pipe) -> None:
         assert pipe.output_ids() == ids
     finally:
         query.stop()
+
+
+def test_starting_offsets_beyond_the_end_are_refused_and_consumer_untouched(spark, pipe) -> None:
+    pipe.produce(4)
+    with pytest.raises(Exception, match=r"startingOffsets.*beyond its end"):
+        pipe.run(spark, startingOffsets=json.dumps({"0": 99}))
+    assert pipe.consumer_offsets() == {}
