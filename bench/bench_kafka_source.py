@@ -29,7 +29,8 @@ from integration.kafka_broker import KafkaBroker, spark_kafka_jars
 
 def fill(bootstrap: str, topic: str, records: int, partitions: int, size: int) -> None:
     """Produce ``records`` values of ``size`` bytes round-robin over the partitions."""
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # keep a reference until the future resolves
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,

@@ -123,7 +123,12 @@ def main() -> None:
 
         from spyt_queue import register
 
-        spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .getOrCreate()
+        )
         spark.sparkContext.setLogLevel("ERROR")
         register(spark)
         spark_run(spark, proxy, queue, consumer, str(work / "warmup"))  # JVM and worker warm-up

@@ -7,11 +7,13 @@ offsets after each batch's sink commit through the shared :class:`~spyt_queue.co
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 from confluent_kafka import (
     ConsumerGroupTopicPartitions,
@@ -284,58 +286,82 @@ class KafkaBackend(QueueBackend):
     ) -> Iterator[pa.RecordBatch]:
         """Read until ``end``: by records, by the partition-EOF offset, or by the consumer's position, whichever
         shows first that nothing below ``end`` is left (transaction markers, aborted or compacted records leave
-        offsets that carry no record)."""
+        offsets that carry no record).
+
+        Hot path: one partition is assigned, so records arrive in offset order; only the batch's ends and the
+        (rare) error events are inspected in Python, never every record.
+        """
         position = start
         deadline = time.monotonic() + self.poll_timeout_ms / 1000
         while position < end:
             messages = consumer.consume(num_messages=min(self.consume_batch, end - position), timeout=1.0)
-            batch: list[Any] = []
-            for message in messages:
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        position = max(position, message.offset())  # everything before the EOF offset was seen
+            records = [m for m in messages if m.error() is None]
+            seen_to = position  # the partition-EOF offset, applied after this batch's records
+            if len(records) != len(messages):
+                for message in messages:
+                    error = message.error()
+                    if error is None:
                         continue
-                    if error.code() == KafkaError._AUTO_OFFSET_RESET:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        seen_to = max(seen_to, message.offset())  # everything before the EOF offset was seen
+                    elif error.code() == KafkaError._AUTO_OFFSET_RESET:
                         low = self._low_watermark(consumer, topic, index)
                         on_data_loss.report(
                             f"offsets [{position}, {min(low, end)}) of {self.describe(partition)} were deleted "
                             "(retention) while they were being read"
                         )
-                        position = max(position, low)
+                        position = seen_to = max(position, low)
+                        records = []
                         if position < end:
                             consumer.assign([TopicPartition(topic, index, position)])
                         break
-                    raise KafkaException(error)
-                offset = message.offset()
-                if message.partition() != index or message.topic() != topic or offset < position or offset >= end:
-                    continue
-                batch.append(message)
-            if batch:
-                position = max(position, batch[-1].offset() + 1)
+                    else:
+                        raise KafkaException(error)
+            if records and (records[0].offset() < position or records[-1].offset() >= end):
+                records = [m for m in records if position <= m.offset() < end]
+            if records:
+                position = max(seen_to, records[-1].offset() + 1)
                 deadline = time.monotonic() + self.poll_timeout_ms / 1000
-                yield self._to_arrow(batch)
+                yield self._to_arrow(records, topic, index)
+                continue
+            position = seen_to
             next_offset = consumer.position([TopicPartition(topic, index)])[0].offset
-            if next_offset >= 0 and not batch:
+            if next_offset >= 0:
                 position = max(position, next_offset)
-            if position < end and not batch and time.monotonic() > deadline:
+            if position < end and time.monotonic() > deadline:
                 raise SpytQueueError(
                     f"Timed out after {self.poll_timeout_ms} ms reading {self.describe(partition)} at offset "
                     f"{position} (batch ends at {end}); raise kafkaConsumer.pollTimeoutMs if the broker is slow"
                 )
 
-    def _to_arrow(self, messages: list[Any]) -> pa.RecordBatch:
+    def _to_arrow(self, messages: list[Any], topic: str, index: int) -> pa.RecordBatch:
+        """Columns built whole; topic and partition are constants of the range, offsets a range when contiguous."""
         schema = self._arrow_schema
         assert schema is not None
-        stamps = [m.timestamp() for m in messages]
+        count = len(messages)
+        first, last = messages[0].offset(), messages[-1].offset()
+        if last - first + 1 == count:
+            offsets = pa.array(np.arange(first, last + 1, dtype=np.int64))
+        else:
+            offsets = pa.array([m.offset() for m in messages], pa.int64())
+        pairs = np.fromiter(
+            itertools.chain.from_iterable([m.timestamp() for m in messages]), dtype=np.int64, count=2 * count
+        ).reshape(count, 2)
+        kinds, millis = pairs[:, 0], pairs[:, 1]
+        available = kinds != 0  # TIMESTAMP_NOT_AVAILABLE carries no time
+        timestamps = pa.array(millis * 1000, mask=~available).cast(schema.field("timestamp").type)
+        if (kinds == kinds[0]).all():
+            types = pa.repeat(pa.scalar(int(kinds[0]) - 1 if kinds[0] else None, pa.int32()), count)
+        else:
+            types = pa.array((kinds - 1).astype(np.int32), mask=~available)
         columns = [
             pa.array([m.key() for m in messages], pa.binary()),
             pa.array([m.value() for m in messages], pa.binary()),
-            pa.array([m.topic() for m in messages], pa.string()),
-            pa.array([m.partition() for m in messages], pa.int32()),
-            pa.array([m.offset() for m in messages], pa.int64()),
-            pa.array([s[1] * 1000 if s[0] else None for s in stamps], pa.int64()).cast(schema.field("timestamp").type),
-            pa.array([max(0, s[0] - 1) if s[0] else None for s in stamps], pa.int32()),
+            pa.repeat(pa.scalar(topic, pa.string()), count),
+            pa.repeat(pa.scalar(index, pa.int32()), count),
+            offsets,
+            timestamps,
+            types,
         ]
         if self.include_headers:
             headers = [None if not m.headers() else [{"key": k, "value": v} for k, v in m.headers()] for m in messages]

@@ -34,7 +34,12 @@ def admin_client(config: Mapping[str, Any]) -> AdminClient:
 
 def consumer_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """Settings of a reading consumer: assigned partitions only, no auto-commit, EOF events, reset = error."""
-    settings = dict(config)
+    settings = {
+        # Larger fetches than librdkafka's 1 MB per partition: an executor reads one partition at a time.
+        "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        "fetch.wait.max.ms": 100,
+        **config,
+    }
     settings.pop("group.id", None)
     settings.update(
         {
