@@ -6,10 +6,22 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "register"]
+__all__ = ["__version__", "register", "session_defaults"]
 
 # Session configuration keys honoured as option defaults (SPYT's names; spark.ytsaurus.* wins over spark.yt.*).
 SESSION_DEFAULTS = {"dyn_batch_size": ("spark.ytsaurus.write.dynBatchSize", "spark.yt.write.dynBatchSize")}
+
+
+def session_defaults(spark: Any) -> dict[str, str]:
+    """Option defaults taken from the session configuration (``spark.ytsaurus.*`` before ``spark.yt.*``)."""
+    defaults: dict[str, str] = {}
+    for option, keys in SESSION_DEFAULTS.items():
+        for key in keys:
+            value = spark.conf.get(key, None)
+            if value is not None:
+                defaults[option] = str(value)
+                break
+    return defaults
 
 
 def register(spark: Any) -> None:
@@ -22,13 +34,7 @@ def register(spark: Any) -> None:
     """
     from spyt_queue.spark.source import YtQueueDataSource
 
-    defaults: dict[str, str] = {}
-    for option, keys in SESSION_DEFAULTS.items():
-        for key in keys:
-            value = spark.conf.get(key, None)
-            if value is not None:
-                defaults[option] = str(value)
-                break
+    defaults = session_defaults(spark)
     if not defaults:
         spark.dataSource.register(YtQueueDataSource)
         return

@@ -87,6 +87,8 @@ class ReaderSettings:
     fail_on_data_loss: bool
     min_rows_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
+    max_rows_per_task: int | None = None
+    min_tasks: int | None = None
 
     @classmethod
     def parse(
@@ -129,6 +131,8 @@ class ReaderSettings:
             fail_on_data_loss=options.get_bool("failOnDataLoss", True, "fail_on_data_loss"),
             min_rows_per_trigger=min_rows,
             max_trigger_delay_ms=parse_duration_ms("maxTriggerDelay", delay) if delay else 15 * 60 * 1000,
+            max_rows_per_task=options.get_int("maxRecordsPerPartition", None, "max_rows_per_task"),
+            min_tasks=options.get_int("minPartitions", None, "min_tasks"),
         )
 
 

@@ -44,7 +44,12 @@ class QueueBatchReader(DataSourceReader):
                     f"rows [{start[key]}, {bounds[key].lower}) of {describe(key)} were removed before they were read"
                 )  # with failOnDataLoss=false the tasks warn when they meet the gap
         return split_ranges(
-            self.backend, start, end, self.settings.fail_on_data_loss, self.settings.max_rows_per_partition
+            self.backend,
+            start,
+            end,
+            self.settings.fail_on_data_loss,
+            self.settings.max_rows_per_task or self.settings.max_rows_per_partition,
+            self.settings.min_tasks,
         )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

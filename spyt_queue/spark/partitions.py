@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,14 +56,27 @@ def split_ranges(
     end: dict[str, int],
     fail_on_data_loss: bool,
     max_rows_per_task: int | None = None,
+    min_tasks: int | None = None,
 ) -> list[RangePartition]:
-    """Input partitions for the rows between two offsets; partitions absent from ``start`` are skipped."""
-    result: list[RangePartition] = []
+    """Input partitions for the rows between two offsets; partitions absent from ``start`` are skipped.
+
+    Ranges longer than ``max_rows_per_task`` (Spark-Kafka's ``maxRecordsPerPartition``) are cut, and with
+    ``min_tasks`` (``minPartitions``) the largest ranges are cut further until there are at least that many tasks,
+    so one busy partition does not become one long task.
+    """
+    ranges: list[tuple[str, int, int]] = []
     for key, stop in end.items():
         begin = start.get(key)
         if begin is None or stop <= begin:
             continue
         step = max_rows_per_task or (stop - begin)
-        for first in range(begin, stop, step):
-            result.append(RangePartition(backend, key, first, min(stop, first + step), fail_on_data_loss))
-    return result
+        ranges.extend((key, first, min(stop, first + step)) for first in range(begin, stop, step))
+    if min_tasks and 0 < len(ranges) < min_tasks:
+        total = sum(stop - first for _, first, stop in ranges)
+        cut: list[tuple[str, int, int]] = []
+        for key, first, stop in ranges:
+            pieces = max(1, min(stop - first, round(min_tasks * (stop - first) / total)))
+            bounds = [first + (stop - first) * i // pieces for i in range(pieces + 1)]
+            cut.extend((key, a, b) for a, b in itertools.pairwise(bounds) if b > a)
+        ranges = cut
+    return [RangePartition(backend, key, first, stop, fail_on_data_loss) for key, first, stop in ranges]

@@ -161,7 +161,14 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """One input partition per partition with rows between ``start`` and ``end``."""
         begin, stop = self._parse(start), self._parse(end)
-        return split_ranges(self.backend, dict(begin.positions), dict(stop.positions), self.settings.fail_on_data_loss)
+        return split_ranges(
+            self.backend,
+            dict(begin.positions),
+            dict(stop.positions),
+            self.settings.fail_on_data_loss,
+            self.settings.max_rows_per_task,
+            self.settings.min_tasks,
+        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one range (on an executor)."""

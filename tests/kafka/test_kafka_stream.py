@@ -218,3 +218,24 @@ def test_starting_timestamp_picks_first_record_at_or_after(spark, topic, out) ->
     assert ids_in(spark, path) == later
     with pytest.raises(Exception, match="startingOffsetsByTimestampStrategy"):
         run_to_files(topic.stream(spark, startingTimestamp=now + 3_600_000), topic.checkpoint + "2", out())
+
+
+def test_subscribe_pattern_picks_up_topics_created_later(spark, kafka_bootstrap, checkpoint, out) -> None:
+    prefix = f"pat{uuid.uuid4().hex[:6]}"
+    first = Topic(kafka_bootstrap, checkpoint, name=f"{prefix}-a")
+    first.produce(3)
+    df = (
+        spark.readStream.format("ytqueue")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribePattern", f"{prefix}-.*")
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    path = out()
+    run_to_files(df, checkpoint, path)
+    second = Topic(kafka_bootstrap, checkpoint, name=f"{prefix}-b")
+    second.next_id = 100
+    second.produce(4)
+    run_to_files(df, checkpoint, path)  # the new topic is recorded at this trigger ...
+    run_to_files(df, checkpoint, path)  # ... and read at the next one
+    assert ids_in(spark, path) == [0, 1, 2, 100, 101, 102, 103]

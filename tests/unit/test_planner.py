@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from spyt_queue.backend import PartitionBounds
@@ -107,3 +109,16 @@ def test_offset_json_is_canonical_and_versioned() -> None:
 def test_split_ranges_bounds_task_size() -> None:
     ranges = split_ranges(None, {"0": 0}, {"0": 10}, True, max_rows_per_task=4)  # type: ignore[arg-type]
     assert [(r.start, r.end) for r in ranges] == [(0, 4), (4, 8), (8, 10)]
+
+
+def test_max_rows_per_task_and_min_tasks_cut_ranges_without_gaps() -> None:
+    """maxRecordsPerPartition / minPartitions: ranges are cut into contiguous, non-overlapping pieces."""
+    ranges = split_ranges(None, {"a": 0, "b": 0}, {"a": 90, "b": 10}, True, min_tasks=5)  # type: ignore[arg-type]
+    pieces = [(r.partition, r.start, r.end) for r in ranges]
+    assert len(pieces) >= 5
+    for key, total in (("a", 90), ("b", 10)):
+        mine = sorted((s, e) for k, s, e in pieces if k == key)
+        assert mine[0][0] == 0 and mine[-1][1] == total
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(mine))
+    capped = split_ranges(None, {"a": 0}, {"a": 10}, True, max_rows_per_task=4, min_tasks=1)  # type: ignore[arg-type]
+    assert [(r.start, r.end) for r in capped] == [(0, 4), (4, 8), (8, 10)]
