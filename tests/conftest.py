@@ -17,6 +17,13 @@ import pytest
 REAL_PROXY = os.environ.get("YT_PROXY")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say which YTsaurus the YT tests talk to, and how to change it."""
+    if REAL_PROXY:
+        return f"YT tests target the real cluster at YT_PROXY={REAL_PROXY} (tests that restart the server are skipped)"
+    return "YT tests target the embedded local server (set YT_PROXY=host:port to run them against a real cluster)"
+
+
 @pytest.fixture(scope="session")
 def local_yt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The embedded local YTsaurus-compatible server (a separate process), started once per session."""
