@@ -131,7 +131,13 @@ def pull(
     fmt: Format,
     consumer: RichPath | None = None,
 ) -> tuple[Iterator[bytes], dict[str, Any]]:
-    """Rows of one partition from ``offset`` (inclusive); a trimmed offset continues at the first kept row."""
+    """Rows of one partition from ``offset`` (inclusive).
+
+    ``pull_consumer`` reads through the tablet node, which clamps a trimmed offset to the first kept row and reads
+    ``max_row_count`` rows from there. ``pull_queue`` selects ``$row_index between offset and offset + n - 1`` and
+    only when that window is empty retries with ``$row_index >= offset limit n`` (``DoPullQueueViaSelectRows``), so a
+    partly trimmed window returns just its kept rows.
+    """
     queue_path = state.local_path(queue)
     with state.lock:
         node = state.dynamic_table(queue_path)
@@ -158,7 +164,11 @@ def pull(
             weight = DEFAULT_MAX_DATA_WEIGHT if max_data_weight is None else int(max_data_weight)
             count = min(count, max(1, weight // max(1, int(data_weight_per_row_hint))))
         begin = max(int(offset), tablet.trimmed_row_count)
-        end = min(begin + count, tablet.total_row_count)
+        window_end = int(offset) + count
+        if consumer is None and begin < window_end:
+            end = min(window_end, tablet.total_row_count)  # the select window keeps its bounds
+        else:
+            end = min(begin + count, tablet.total_row_count)
         table_id = node.id
         index = tablet.index
         names = [c.bname for c in table.schema.data_columns]

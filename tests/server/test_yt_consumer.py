@@ -137,6 +137,17 @@ def test_advance_old_offset_mismatch_is_3100(yt, qc):
         yt.advance_consumer(consumer, queue, partition_index=0, old_offset=3, new_offset=5)
     assert info.value.contains_code(CONSUMER_OFFSET_CONFLICT), info.value
     assert consumer_offsets(yt, consumer, queue) == {0: 4}
+    # consumer_client.cpp: "Offset conflict at partition %v of consumer %v: expected offset %v, found offset %v"
+    stack, conflict = [info.value.error], None
+    while stack and conflict is None:
+        item = stack.pop()
+        conflict = item if item.get("code") == CONSUMER_OFFSET_CONFLICT else None
+        stack.extend(item.get("inner_errors") or [])
+    assert conflict is not None
+    attributes = conflict["attributes"]
+    assert (attributes["partition"], attributes["expected_offset"], attributes["current_offset"]) == (0, 3, 4)
+    assert "consumer" in attributes and "current_offset_timestamp" in attributes
+    assert "expected offset 3, found offset 4" in conflict["message"]
 
 
 def test_advance_backwards_is_allowed(yt, qc):

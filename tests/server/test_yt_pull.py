@@ -162,6 +162,30 @@ def test_pull_at_trimmed_offset_continues_at_first_available_row(yt, queue10):
     assert [r["$row_index"] for r in rows] == [4, 5, 6]
 
 
+def test_pull_queue_partly_trimmed_window_keeps_its_end(yt, queue10):
+    """``pull_queue`` selects ``$row_index between offset and offset + n - 1`` first
+    (``DoPullQueueViaSelectRows`` in client_dynamic_tables_impl.cpp): with rows trimmed inside that window it
+    returns only the window's kept rows; it falls back to ``>= offset limit n`` only for an empty window."""
+    yt.trim_rows(queue10, 0, 4)
+    wait_until(lambda: tablet_infos(yt, queue10, 1)[0]["trimmed_row_count"] == 4, message="trim to 4")
+    rows = wait_until(
+        lambda: (r := pull(yt, queue10, offset=2, max_row_count=6)) and r[0]["$row_index"] == 4 and r,
+        message="pull of a partly trimmed window",
+    )
+    assert [r["$row_index"] for r in rows] == [4, 5, 6, 7]
+
+
+def test_pull_consumer_clamps_a_trimmed_offset_and_reads_n_rows(yt, yt_root, queue10):
+    """``pull_consumer`` goes through the tablet node (``FetchTableRows``), which clamps the offset to the
+    trimmed row count and then reads up to ``max_row_count`` rows."""
+    consumer = create_consumer(yt, f"{yt_root}/c")
+    register_consumer(yt, queue10, consumer)
+    yt.trim_rows(queue10, 0, 4)
+    wait_until(lambda: tablet_infos(yt, queue10, 1)[0]["trimmed_row_count"] == 4, message="trim to 4")
+    rows = list(yt.pull_consumer(consumer, queue10, offset=2, partition_index=0, max_row_count=3))
+    assert [r["$row_index"] for r in rows] == [4, 5, 6]
+
+
 def test_pull_consumer_reads_like_pull_queue(yt, yt_root, queue10):
     """``pull_consumer`` of a registered consumer reads the same rows as ``pull_queue`` (offset
     inclusive, ``max_row_count`` honoured), test_queue_commands.py ``test_pull_consumer``."""
