@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from spyt_queue.ytclient import make_yt_client
@@ -21,20 +24,39 @@ def test_ytqueue_local_serves_until_interrupted(tmp_path: Path) -> None:
         text=True,
         env=dict(os.environ, COLUMNS="200"),
     )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
     try:
         proxy = None
-        for _ in range(20):
-            line = process.stdout.readline()
-            match = re.search(r"proxy=(\S+)", line)
-            if match:
-                proxy = match.group(1)
-                break
-        assert proxy, "ytqueue local did not print its proxy address"
+        deadline = time.time() + 30
+        while proxy is None and time.time() < deadline:
+            try:
+                match = re.search(r"proxy=(\S+)", lines.get(timeout=1))
+            except queue.Empty:
+                continue
+            proxy = match.group(1) if match else None
+        assert proxy, "ytqueue local did not print its proxy address within 30 s"
         client = make_yt_client(proxy)
         client.create("map_node", "//home/demo", recursive=True)
         assert client.exists("//home/demo")
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
-    assert process.returncode is not None
+    assert process.returncode in (0, 1, -signal.SIGINT, 130), f"unexpected exit code {process.returncode}"
     assert (tmp_path / "data").is_dir()
+    # The data directory keeps what was created: a server started again on it still has it.
+    second = subprocess.Popen(
+        [str(ytqueue), "local", "--port", "0", "--data-dir", str(tmp_path / "data")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = ""
+        deadline = time.time() + 30
+        while "proxy=" not in line and time.time() < deadline:
+            line = second.stdout.readline()
+        assert make_yt_client(re.search(r"proxy=(\S+)", line).group(1)).exists("//home/demo")
+    finally:
+        second.send_signal(signal.SIGINT)
+        second.wait(timeout=30)

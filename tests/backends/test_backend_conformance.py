@@ -76,8 +76,18 @@ def test_trimmed_rows_fail_or_are_skipped(log: Harness) -> None:
 
 
 def test_nothing_committed_at_first(log: Harness) -> None:
-    committed = log.backend().committed()
-    assert all(v is None for v in committed.values())
+    """No committed position yet: every partition reads as None (or is absent), so the consumer/group starting
+    position resolves to each partition's first available row."""
+    from spyt_queue.positions import resolve_positions
+    from spyt_queue.settings import Position
+
+    log.produce(0, [1, 2, 3])
+    log.trim(0, 1)
+    backend = log.backend()
+    committed = backend.committed()
+    assert [committed.get(k) for k in log.partition_keys()] == [None, None]
+    start = resolve_positions(Position("consumer"), backend.bounds(), committed)
+    assert [start[k] for k in log.partition_keys()] == [1, 0]
 
 
 def test_advance_then_committed_reads_it_back(log: Harness) -> None:
@@ -97,6 +107,44 @@ def test_advance_with_stale_old_offset_conflicts(log: Harness) -> None:
     with pytest.raises(ConsumerConflictError):
         log.backend().advance({keys[0]: 2}, {keys[0]: 5})
     assert log.backend().committed().get(keys[0]) == 4
+
+
+def test_committer_cas_conflict_with_another_committer(log: Harness) -> None:
+    """Someone else moved the position after this query's last advance: the next advance fails, nothing is
+    overwritten."""
+    keys = log.partition_keys()
+    log.produce(0, list(range(10)))
+    committer = Committer(log.backend())
+    committer.advance_to({keys[0]: 3})
+    log.backend().advance({keys[0]: 3}, {keys[0]: 7})
+    with pytest.raises(ConsumerConflictError):
+        committer.advance_to({keys[0]: 5})
+    assert log.backend().committed().get(keys[0]) == 7
+
+
+def test_committer_recognises_its_own_applied_advance(log: Harness) -> None:
+    """A compare-and-set that fails because the position already equals the target (a lost response) succeeds."""
+    keys = log.partition_keys()
+    log.produce(0, list(range(10)))
+    committer = Committer(log.backend())
+    committer.advance_to({keys[0]: 2})
+    log.backend().advance({keys[0]: 2}, {keys[0]: 5})  # as if our own earlier attempt had been applied
+    assert committer.advance_to({keys[0]: 5}) is True
+    assert committer.advance_to({keys[0]: 6}) is True
+    assert log.backend().committed().get(keys[0]) == 6
+
+
+def test_trimmed_prefix_of_a_range_and_fully_trimmed_range(log: Harness) -> None:
+    log.produce(0, list(range(10)))
+    key = log.partition_keys()[0]
+    log.trim(0, 6)
+    with pytest.raises(DataLossError, match=r"\[2, 4\)"):
+        read(log, key, 2, 4)
+    assert read(log, key, 2, 4, fail=False) == []
+    log.trim(0, 10)
+    with pytest.raises(DataLossError, match=r"\[2, 8\)"):
+        read(log, key, 2, 8)
+    assert read(log, key, 2, 8, fail=False) == []
 
 
 def test_committer_is_idempotent_and_detects_a_consumer_ahead(log: Harness) -> None:

@@ -239,3 +239,36 @@ def test_subscribe_pattern_picks_up_topics_created_later(spark, kafka_bootstrap,
     run_to_files(df, checkpoint, path)  # the new topic is recorded at this trigger ...
     run_to_files(df, checkpoint, path)  # ... and read at the next one
     assert ids_in(spark, path) == [0, 1, 2, 100, 101, 102, 103]
+
+
+def test_records_deleted_while_a_range_is_read_are_reported(topic) -> None:
+    """Retention removes records after the range read began: librdkafka's out-of-range event is reported as
+    data loss and reading continues at the first remaining record (real broker, real consumer)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from spyt_queue.errors import DataLossError
+    from spyt_queue.kafka.backend import KafkaBackend
+    from spyt_queue.kafka.clients import consumer_config
+    from spyt_queue.kafka.options import Subscription
+    from spyt_queue.spark.partitions import DataLossPolicy
+
+    topic.produce(10, partition=0)
+    topic.delete_records(0, 6)
+    backend = KafkaBackend(
+        {"bootstrap.servers": topic.bootstrap}, Subscription("subscribe", topics=(topic.name,)), topic.group
+    )
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    backend._arrow_schema = to_arrow_schema(backend.schema(), timezone="UTC")
+    for fail in (True, False):
+        consumer = Consumer(consumer_config(backend.config))
+        consumer.assign([TopicPartition(topic.name, 0, 2)])  # as if the range [2, 8) had started before the delete
+        try:
+            read = backend._consume(consumer, topic.name, 0, 2, 8, f"{topic.name}:0", DataLossPolicy(fail))
+            if fail:
+                with pytest.raises(DataLossError, match=r"offsets \[2, 6\)"):
+                    list(read)
+            else:
+                assert [int(v) for b in read for v in b.column("value").to_pylist()] == [6, 7]
+        finally:
+            consumer.close()

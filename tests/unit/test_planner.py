@@ -69,8 +69,10 @@ def test_new_partition_recorded_at_first_available_row_without_reading() -> None
 
 
 def test_new_partition_already_trimmed_is_data_loss() -> None:
-    with pytest.raises(DataLossError):
+    with pytest.raises(DataLossError, match=r"1 appeared after the query started and its rows \[0, 2\)"):
         OffsetPlanner(None).plan({"0": 0}, {"0": b(0, 0), "1": b(2, 4)}, FAIL)
+    plan = OffsetPlanner(None).plan({"0": 0}, {"0": b(0, 0), "1": b(2, 4)}, WARN)
+    assert plan.end == {"0": 0, "1": 2}  # recorded at its first available row, not at 0
 
 
 def test_vanished_partition_is_data_loss() -> None:
@@ -81,15 +83,18 @@ def test_vanished_partition_is_data_loss() -> None:
 
 
 def test_offset_beyond_end_resets_to_first_row() -> None:
-    plan = OffsetPlanner(None).plan({"0": 50}, {"0": b(0, 10)}, WARN)
-    assert plan.end == {"0": 0}
+    plan = OffsetPlanner(None).plan({"0": 50}, {"0": b(3, 10)}, WARN)
+    assert plan.end == {"0": 3}
+    with pytest.raises(DataLossError, match="offset 50 of 0 is beyond its end 10"):
+        OffsetPlanner(None).plan({"0": 50}, {"0": b(3, 10)}, FAIL)
 
 
 def test_available_now_target_caps_and_ignores_new_partitions() -> None:
-    plan = OffsetPlanner(None).plan({"0": 0}, {"0": b(0, 100)}, FAIL, target={"0": 40})
-    assert plan.end == {"0": 40}
-    again = OffsetPlanner(None).plan(plan.end, {"0": b(0, 100)}, FAIL, target={"0": 40})
-    assert again.end == plan.end
+    bounds = {"0": b(0, 100), "1": b(0, 5)}  # "1" appeared after prepareForTriggerAvailableNow froze the target
+    plan = OffsetPlanner(None).plan({"0": 0}, bounds, FAIL, target={"0": 40})
+    assert plan.end == {"0": 40, "1": 0}
+    again = OffsetPlanner(None).plan(plan.end, bounds, FAIL, target={"0": 40})
+    assert again.end == plan.end, "a partition outside the frozen target is never read in this run"
 
 
 def test_offset_json_is_canonical_and_versioned() -> None:

@@ -1,0 +1,74 @@
+"""Reader rules that Spark runs exercise only indirectly, tested on the reader itself against the real server."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+from spyt_queue.errors import DataLossError, SpytQueueError
+from spyt_queue.options import Options
+from spyt_queue.settings import ReaderSettings
+from spyt_queue.spark.partitions import DataLossPolicy
+from spyt_queue.spark.stream_reader import QueueStreamReader
+from spyt_queue.yt.admin import column, create_consumer, create_queue
+from spyt_queue.yt.options import yt_backend_from_options
+
+
+@pytest.fixture
+def queue(yt, yt_proxy, yt_root):
+    path, consumer = f"{yt_root}/q", f"{yt_root}/c"
+    create_queue(yt, path, [column("id", "int64")], tablet_count=1)
+    create_consumer(yt, consumer, path)
+    yt.insert_rows(path, [{"id": i} for i in range(10)])
+    return {"proxy": yt_proxy, "path": path, "consumer_path": consumer}
+
+
+def reader(queue: dict, **options: str) -> QueueStreamReader:
+    parsed = Options({**queue, **options})
+    return QueueStreamReader(yt_backend_from_options(parsed, streaming=True), ReaderSettings.parse(parsed))
+
+
+def test_initial_offset_is_not_committed_before_any_batch(yt, queue) -> None:
+    """startingOffsets=earliest with a consumer ahead: the consumer moves only once a batch is in the sink."""
+    yt.advance_consumer(queue["consumer_path"], queue["path"], partition_index=0, old_offset=0, new_offset=7)
+    r = reader(queue, startingOffsets="earliest")
+    initial = r.initialOffset()
+    assert initial["partitions"] == {"0": 0}
+    end = r.latestOffset(initial, ReadAllAvailable())
+    assert end["partitions"] == {"0": 10}
+    assert r.backend.committed() == {"0": 7}, "the untouched initial offset must not rewind the consumer"
+    r.latestOffset(end, ReadAllAvailable())  # batch 0 is in the sink: now the consumer follows the query
+    assert r.backend.committed() == {"0": 10}
+
+
+def test_min_rows_per_trigger_delays_until_max_trigger_delay(queue) -> None:
+    r = reader(queue, startingOffsets="earliest", minOffsetsPerTrigger="100", maxTriggerDelay="1h")
+    limit = r.getDefaultReadLimit()
+    assert isinstance(limit, ReadMaxRows), "with a minimum configured, ReadAllAvailable must mean Trigger.Once"
+    initial = r.initialOffset()
+    assert r.latestOffset(initial, limit) == initial, "10 rows < minOffsetsPerTrigger: no batch yet"
+    assert r.latestOffset(initial, ReadAllAvailable())["partitions"] == {"0": 10}, "Trigger.Once never waits"
+    r._last_batch_at = time.monotonic() - 3601  # an hour has passed since the last batch
+    assert r.latestOffset(initial, limit)["partitions"] == {"0": 10}
+
+
+def test_row_index_gaps_inside_a_pull_are_reported(queue, monkeypatch) -> None:
+    """Defensive check of read_range: a real YT pull never returns a gap or rows before the offset, so the
+    server's answer is altered here (fault injection) to prove the check would catch it."""
+    backend = reader(queue).backend
+    real_pull = backend._pull
+
+    def pull_with_gap(tablet, offset, count):
+        return [row for row in real_pull(tablet, offset, count) if row[b"$row_index"] != 7]
+
+    monkeypatch.setattr(backend, "_pull", pull_with_gap)
+    with pytest.raises(DataLossError, match=r"rows \[7, 8\) of tablet 0 .* missing from a pull"):
+        list(backend.read_range("0", 5, 10, DataLossPolicy(True)))
+    batches = list(backend.read_range("0", 5, 10, DataLossPolicy(False)))
+    assert [i for b in batches for i in b.column("id").to_pylist()] == [5, 6, 8, 9]
+
+    monkeypatch.setattr(backend, "_pull", lambda tablet, offset, count: real_pull(tablet, offset - 2, count))
+    with pytest.raises(SpytQueueError, match="asked for rows from 5 but got row 3"):
+        list(backend.read_range("0", 5, 10, DataLossPolicy(True)))
