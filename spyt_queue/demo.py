@@ -9,16 +9,23 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_sorted_table
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+    from yt.wrapper import YtClient
+
 QUEUE, CONSUMER, OUTPUT = "//demo/events", "//demo/consumer", "//demo/enriched"
 
 
-def _produce(client, total: int, stop: threading.Event, console: Console) -> None:
+def _produce(client: YtClient, total: int, stop: threading.Event, console: Console) -> None:
+    """Write ``total`` events in rounds of 500, a little apart, while the query runs."""
     sent = 0
     while sent < total and not stop.is_set():
         rows = [
@@ -31,7 +38,8 @@ def _produce(client, total: int, stop: threading.Event, console: Console) -> Non
     console.log(f"producer: {sent} events written to {QUEUE}")
 
 
-def _query(spark, proxy: str, checkpoint: str, available_now: bool):
+def _query(spark: SparkSession, proxy: str, checkpoint: str, available_now: bool) -> StreamingQuery:
+    """The demo pipeline: events enriched into a sorted table keyed by the source row (idempotent)."""
     events = (
         spark.readStream.format("ytqueue")
         .option("proxy", proxy)

@@ -22,7 +22,7 @@ from confluent_kafka import (
     KafkaException,
     TopicPartition,
 )
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -146,7 +146,7 @@ class KafkaBackend(QueueBackend):
         return kafka_schema(self.include_headers)
 
     @property
-    def admin(self):
+    def admin(self) -> AdminClient:
         """The process-wide admin client for this configuration."""
         return admin_client(self.config)
 

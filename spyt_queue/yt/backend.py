@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import yt.yson as yson
 from pyspark.sql.types import StructType
-from yt.wrapper import YsonFormat
+from yt.wrapper import YsonFormat, YtClient
 from yt.wrapper.errors import YtError, YtResponseError
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
@@ -54,7 +54,7 @@ _CLIENTS: dict[tuple[Any, ...], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def cached_client(proxy: str, token: str | None, config: Mapping[str, Any]):
+def cached_client(proxy: str, token: str | None, config: Mapping[str, Any]) -> YtClient:
     """One ``YtClient`` per process and connection settings (Python workers are reused across tasks)."""
     key = (proxy, token, repr(sorted(config.items())))
     with _CLIENTS_LOCK:
@@ -73,7 +73,7 @@ class YtConnection:
     token: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
 
-    def client(self):
+    def client(self) -> YtClient:
         """The process-wide cached client for this connection."""
         return cached_client(self.proxy, self.token, self.config)
 
@@ -137,7 +137,7 @@ class YtQueueBackend(QueueBackend):
         return state
 
     @property
-    def client(self):
+    def client(self) -> YtClient:
         """The process-wide cached ``YtClient``."""
         return self.connection.client()
 

@@ -33,7 +33,7 @@ def connection_from_options(options: Options) -> YtConnection:
     return YtConnection(proxy=proxy, token=options.get_str("token") or os.environ.get("YT_TOKEN"), config=config)
 
 
-def _typed(value: str):
+def _typed(value: str) -> int | float | bool | str:
     lowered = value.strip().lower()
     if lowered in ("true", "false"):
         return lowered == "true"

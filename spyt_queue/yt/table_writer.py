@@ -33,6 +33,7 @@ from pyspark.sql.types import (
     TimestampNTZType,
     TimestampType,
 )
+from yt.wrapper import YtClient
 
 from spyt_queue.errors import BadRecordError, SchemaMismatchError
 from spyt_queue.yt.backend import YtConnection, is_transient_yt_error
@@ -156,7 +157,7 @@ class YtTableWriter:
         self.keep_service_columns = in_table if keep_service_columns is None else keep_service_columns
 
     @property
-    def client(self):
+    def client(self) -> YtClient:
         """The process-wide cached client."""
         return self.connection.client()
 
