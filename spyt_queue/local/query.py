@@ -23,6 +23,7 @@ from typing import Any
 import yt.yson as yson
 
 from spyt_queue.local.errors import YtError
+from spyt_queue.local.types import INT_RANGES, STRING_TYPES
 
 KEYWORDS = {
     "from",
@@ -435,27 +436,8 @@ def parse_query(text: str) -> Query:
 # Compilation to Python predicates
 
 
-_NUMERIC = {
-    "int64",
-    "int32",
-    "int16",
-    "int8",
-    "uint64",
-    "uint32",
-    "uint16",
-    "uint8",
-    "double",
-    "float",
-    "date",
-    "datetime",
-    "timestamp",
-    "interval",
-    "date32",
-    "datetime64",
-    "timestamp64",
-    "interval64",
-}
-_STRING = {"string", "utf8", "json", "uuid"}
+_NUMERIC = frozenset(INT_RANGES) | {"double", "float"}  # integers and the integer-backed time types
+_STRING = STRING_TYPES
 
 
 def _kind_of_type(type_name: str | None) -> str | None:
