@@ -81,29 +81,17 @@ class YtHarness(Harness):
 
 
 class KafkaHarness(Harness):
-    """A Kafka topic and a consumer group."""
+    """A Kafka topic and a consumer group (topic handling shared with the Kafka tests' ``Topic``)."""
 
     def __init__(self, bootstrap: str, partitions: int) -> None:
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from tests.kafka.helpers import Topic
 
         self.bootstrap = bootstrap
-        self.topic = f"conf-{uuid.uuid4().hex[:10]}"
-        self.group = f"group-{uuid.uuid4().hex[:10]}"
-        self.admin = AdminClient({"bootstrap.servers": bootstrap})
-        self.admin.create_topics([NewTopic(self.topic, partitions, 1)])[self.topic].result(30)
-        self._wait_partitions(partitions)
-
-    def _wait_partitions(self, total: int) -> None:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            topic = self.admin.list_topics(self.topic, timeout=10).topics.get(self.topic)
-            if topic is not None and topic.error is None and len(topic.partitions) >= total:
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"topic {self.topic} did not reach {total} partitions")
+        self.log = Topic(bootstrap, checkpoint="", partitions=partitions)
+        self.topic, self.group = self.log.name, self.log.group
 
     def partition_keys(self) -> list[str]:
-        topic = self.admin.list_topics(self.topic, timeout=10).topics[self.topic]
+        topic = self.log.admin.list_topics(self.topic, timeout=10).topics[self.topic]
         return [f"{self.topic}:{i}" for i in sorted(topic.partitions)]
 
     def produce(self, partition: int, ids: list[int]) -> None:
@@ -115,17 +103,10 @@ class KafkaHarness(Harness):
         assert producer.flush(30) == 0
 
     def trim(self, partition: int, upto: int) -> None:
-        from confluent_kafka import TopicPartition
-
-        futures = self.admin.delete_records([TopicPartition(self.topic, partition, upto)])
-        for future in futures.values():
-            future.result(30)
+        self.log.delete_records(partition, upto)
 
     def add_partitions(self, total: int) -> None:
-        from confluent_kafka.admin import NewPartitions
-
-        self.admin.create_partitions([NewPartitions(self.topic, total)])[self.topic].result(30)
-        self._wait_partitions(total)
+        self.log.add_partitions(total)
 
     def backend(self) -> QueueBackend:
         from spyt_queue.kafka.backend import KafkaBackend

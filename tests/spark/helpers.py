@@ -69,8 +69,8 @@ class Pipeline:
             reader = reader.option(key, str(value))
         return reader.load(self.queue)
 
-    def run(self, spark: Any, available_now: bool = True, timeout: float = 120, **options: Any) -> Any:
-        """Run the standard pipeline (queue -> ordered output) to completion and return the query."""
+    def start(self, spark: Any, trigger: dict[str, Any], **options: Any) -> Any:
+        """Start the standard pipeline (queue -> ordered output) with a ``trigger(**trigger)``; returns the query."""
         df = self.reader(spark, **options).selectExpr(
             "id", "payload", "__spyt_streaming_src_tablet_index as tablet", "__spyt_streaming_src_row_index as row"
         )
@@ -80,8 +80,11 @@ class Pipeline:
             .option("path", self.output)
             .option("checkpointLocation", self.checkpoint)
         )
-        writer = writer.trigger(availableNow=True) if available_now else writer.trigger(once=True)
-        query = writer.start()
+        return writer.trigger(**trigger).start()
+
+    def run(self, spark: Any, available_now: bool = True, timeout: float = 120, **options: Any) -> Any:
+        """Run the standard pipeline to completion (AvailableNow, or Once) and return the query."""
+        query = self.start(spark, {"availableNow": True} if available_now else {"once": True}, **options)
         query.awaitTermination(timeout)
         if query.isActive:
             query.stop()

@@ -259,17 +259,7 @@ def test_idle_query_leaves_consumer_at_processed_end(spark, pipe) -> None:
     import time
 
     ids = pipe.produce(20)
-    df = pipe.reader(spark).selectExpr(
-        "id", "payload", "__spyt_streaming_src_tablet_index as tablet", "__spyt_streaming_src_row_index as row"
-    )
-    query = (
-        df.writeStream.format("ytqueue")
-        .option("proxy", pipe.proxy)
-        .option("path", pipe.output)
-        .option("checkpointLocation", pipe.checkpoint)
-        .trigger(processingTime="500 milliseconds")
-        .start()
-    )
+    query = pipe.start(spark, {"processingTime": "500 milliseconds"})
     try:
         deadline = time.time() + 60
         while time.time() < deadline and pipe.consumer_offsets() != pipe.ends():
