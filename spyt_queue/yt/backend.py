@@ -185,8 +185,24 @@ class YtQueueBackend(QueueBackend):
 
     # -- driver side -----------------------------------------------------------------------------------
     def tablet_count(self) -> int:
-        """Current number of tablets of the queue."""
-        return int(self.client.get(f"{self.queue_path}/@tablet_count"))
+        """Current number of tablets of the queue (a missing path or a table that is not a queue is refused)."""
+        self._require_queue()
+        try:
+            return int(self.client.get(f"{self.queue_path}/@tablet_count"))
+        except YtResponseError as error:
+            if has_code(error, _RESOLVE_ERROR):
+                self._require_queue(fresh=True)  # removed or replaced since the schema was read: say which
+            raise
+
+    def _require_queue(self, fresh: bool = False) -> None:
+        """Raise the "does not exist" / "is not a queue" error of :attr:`yt_schema` (cached unless ``fresh``)."""
+        cached = self._yt_schema
+        if fresh:
+            self._yt_schema = None
+        if self._yt_schema is None:
+            self.yt_schema  # noqa: B018 - the property performs the type check
+        if cached is not None:
+            self._yt_schema = cached  # a fresh check must not change the schema a running query converts with
 
     def bounds(self) -> dict[str, PartitionBounds]:
         count = self.tablet_count()
