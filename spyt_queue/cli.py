@@ -1,23 +1,248 @@
-"""The ``ytqueue`` command: run the embedded local server, show consumer lag, run the demo."""
+"""The ``ytqueue`` command: create what a pipeline needs, run the embedded local server, show consumer lag, run
+the demo.
+
+Every error is printed as one line (``Error: ...``) with exit code 1; ``--debug`` (anywhere on the command line)
+shows the traceback instead.
+"""
 
 from __future__ import annotations
 
+import re
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
+
+DEFAULT_DATA_DIR = Path("ytqueue-data")
+# The commands talk to a cluster interactively: fail fast instead of yt.wrapper's minutes of retries.
+CLI_YT_CONFIG: dict[str, Any] = {"proxy": {"retries": {"enable": False}, "connect_timeout": 10_000}}
+_PROXY_HELP = "YT proxy, e.g. localhost:8000 (default: $YT_PROXY)."
+
+
+class CliError(Exception):
+    """A mistake on the command line or a state the command refuses: printed as one line."""
+
+
+try:  # typer >= 0.22 vendors click
+    from typer._click.exceptions import ClickException
+except ImportError:  # pragma: no cover - older typer depends on click
+    from click.exceptions import ClickException
+
+# Usage errors, help, Ctrl-C and explicit exits keep click's own handling.
+_PASS_THROUGH = (ClickException, typer.Exit, typer.Abort)
+
+
+class _Group(TyperGroup):
+    """The ``ytqueue`` group: ``--debug`` is accepted anywhere, and errors become one line."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        """Run the command; usage errors (bad option values, missing arguments) are printed as one line too."""
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except ClickException as error:
+            if type(error).__name__ == "NoArgsIsHelpError":  # ``ytqueue`` alone: the help, as typer shows it
+                return super().main(*args, **kwargs)
+            ctx = getattr(error, "ctx", None)
+            where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
+            typer.secho(f"Error: {' '.join(error.format_message().split())}{where}", err=True, fg="red")
+            sys.exit(error.exit_code)
+        except typer.Abort:
+            typer.secho("Aborted.", err=True, fg="red")
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--debug" in args:
+            args = ["--debug"] + [arg for arg in args if arg != "--debug"]
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as error:
+            if isinstance(error, _PASS_THROUGH) or ctx.meta.get("ytqueue.debug"):
+                raise
+            typer.secho(f"Error: {one_line(error)}", err=True, fg="red")
+            raise typer.Exit(1) from None
+
+
+def one_line(error: BaseException) -> str:
+    """``error`` as one line: YT error trees, connection failures and our own errors alike."""
+    from yt.wrapper.errors import YtResponseError
+
+    if isinstance(error, YtResponseError):
+        messages: list[str] = []
+        node: Any = error.error
+        while node:
+            message = str(node.get("message", "")).strip()
+            if message and message not in messages:
+                messages.append(message)
+            inner = node.get("inner_errors") or []
+            node = inner[0] if inner else None
+        code = next(iter(sorted(_yt_codes(error.error) - {1})), None)
+        text = ": ".join(messages) + (f" (YT error {code})" if code else "")
+    elif isinstance(error, OSError) and "Max retries exceeded" in str(error):
+        host = re.search(r"host='([^']*)', port=(\d+)", str(error))
+        reason = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(error))
+        where = f"{host.group(1)}:{host.group(2)}" if host else "the proxy"
+        text = f"cannot reach {where}: {reason.group(1) if reason else type(error).__name__}"
+    else:
+        text = str(error).strip() or type(error).__name__
+        if not isinstance(error, (CliError, ValueError)) and not type(error).__module__.startswith("spyt_queue"):
+            text = f"{type(error).__name__}: {text}"
+    return " ".join(text.split())
+
+
+def _yt_codes(node: Any) -> set[int]:
+    codes: set[int] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "code" in item:
+                codes.add(int(item["code"]))
+            stack.extend(item.get("inner_errors") or [])
+    return codes
+
 
 app = typer.Typer(
-    help="spyt-queue: YTsaurus queues and Kafka topics in Spark Structured Streaming.", no_args_is_help=True
+    cls=_Group,
+    help="spyt-queue: YTsaurus queues and Kafka topics in Spark Structured Streaming.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
 )
-console = Console()
+console = Console(soft_wrap=True)  # long paths and commands stay on one line, copy-pastable
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error (also after a command)."),
+) -> None:
+    """spyt-queue: YTsaurus queues and Kafka topics in Spark Structured Streaming."""
+    ctx.meta["ytqueue.debug"] = debug
+
+
+def _client(proxy: str | None) -> Any:
+    """A fail-fast ``YtClient`` for ``proxy`` (token from ``YT_TOKEN``)."""
+    from spyt_queue.ytclient import make_yt_client
+
+    if not proxy:
+        raise CliError("no YT proxy: give --proxy host:port or set YT_PROXY (ytqueue local prints it)")
+    return make_yt_client(proxy, config=CLI_YT_CONFIG)
+
+
+def _refuse_existing(client: Any, path: str) -> None:
+    if client.exists(path):
+        kind = client.get(f"{path}/@type")
+        raise CliError(f"{path} already exists (a {kind}): remove it or choose another path")
+
+
+def _keys(sorted_by: str | None) -> Sequence[str]:
+    return tuple(key.strip() for key in (sorted_by or "").split(",") if key.strip())
+
+
+@app.command("create-queue")
+def create_queue(
+    path: str = typer.Argument(..., help="Cypress path of the new queue, e.g. //home/me/queue."),
+    schema: str = typer.Option(
+        ..., help="Columns 'id:int64:required,payload:string', or a JSON/YSON schema file (type_v3 allowed)."
+    ),
+    tablets: int = typer.Option(1, min=1, help="Number of tablets (partitions read in parallel)."),
+    proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
+) -> None:
+    """Create and mount a queue: an ordered dynamic table with N tablets."""
+    from spyt_queue.yt import admin
+
+    columns = admin.parse_schema(schema)
+    client = _client(proxy)
+    _refuse_existing(client, path)
+    admin.create_queue(client, path, columns, tablet_count=tablets)
+    names = ", ".join(c["name"] for c in columns)
+    console.print(f"created queue [bold]{path}[/bold] ({tablets} tablet{'s' * (tablets != 1)}; columns {names})")
+    console.print(f"next: ytqueue create-consumer //path/to/consumer --queue {path}")
+
+
+@app.command("create-consumer")
+def create_consumer(
+    path: str = typer.Argument(..., help="Cypress path of the consumer, e.g. //home/me/consumer."),
+    queue: str = typer.Option(..., help="The queue to register the consumer for."),
+    vital: bool = typer.Option(False, help="A vital consumer keeps the queue from trimming rows it has not read."),
+    proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
+) -> None:
+    """Create and mount a consumer and register it for a queue (an existing consumer is only registered)."""
+    from spyt_queue.yt import admin
+    from spyt_queue.yt.backend import YtConnection, YtQueueBackend
+
+    client = _client(proxy)
+    YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), queue, None).yt_schema  # noqa: B018 - is it a queue?
+    existed = client.exists(path)
+    if existed:
+        attributes = client.get(path, attributes=["type", "treat_as_queue_consumer"]).attributes
+        if not attributes.get("treat_as_queue_consumer"):
+            raise CliError(f"{path} already exists and is not a consumer (type={attributes.get('type')})")
+    admin.create_consumer(client, path, queue, vital=vital, exist_ok=True)
+    what = "registered existing consumer" if existed else "created consumer"
+    console.print(f"{what} [bold]{path}[/bold] for queue {queue} (vital={str(vital).lower()})")
+    console.print(
+        f'next: read with .option("consumer_path", "{path}").load("{queue}"); '
+        f"ytqueue status --queue {queue} --consumer {path}"
+    )
+
+
+@app.command("create-producer")
+def create_producer(
+    path: str = typer.Argument(..., help="Cypress path of the producer, e.g. //home/me/producer."),
+    proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
+) -> None:
+    """Create and mount a queue producer (exactly-once appends to an ordered table)."""
+    from spyt_queue.yt import admin
+
+    client = _client(proxy)
+    _refuse_existing(client, path)
+    admin.create_producer(client, path)
+    console.print(f"created producer [bold]{path}[/bold]")
+    console.print(f'next: write with .option("producer_path", "{path}") to an ordered table')
+
+
+@app.command("create-table")
+def create_table(
+    path: str = typer.Argument(..., help="Cypress path of the output table, e.g. //home/me/out."),
+    schema: str = typer.Option(
+        ..., help="Columns 'id:int64:required,payload:string', or a JSON/YSON schema file (type_v3 allowed)."
+    ),
+    sorted_by: str = typer.Option(
+        None, "--sorted-by", help="Key columns 'k1,k2': a sorted table (upserts); without: an ordered table (appends)."
+    ),
+    tablets: int = typer.Option(1, min=1, help="Tablets of an ordered table."),
+    proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
+) -> None:
+    """Create and mount an output table: sorted by key columns, or ordered."""
+    from spyt_queue.yt import admin
+
+    keys = _keys(sorted_by)
+    columns = admin.parse_schema(schema)
+    if keys:
+        admin.sorted_schema(columns, keys)  # the key columns are checked before anything is created
+    client = _client(proxy)
+    _refuse_existing(client, path)
+    admin.create_table(client, path, columns, sorted_by=keys, tablet_count=tablets)
+    kind = f"sorted table (key {', '.join(keys)})" if keys else f"ordered table ({tablets} tablets)"
+    console.print(f"created {kind} [bold]{path}[/bold]")
+    console.print(f'next: write with df.writeStream.format("ytqueue").option("path", "{path}")')
 
 
 @app.command()
 def local(
     port: int = typer.Option(8000, help="HTTP port of the proxy (0 = any free port)."),
-    data_dir: Path = typer.Option(Path("ytqueue-data"), "--data-dir", help="Where the server keeps its data."),
+    data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help="Where the server keeps its data."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
 ) -> None:
     """Run the embedded YTsaurus-compatible queue server in the foreground until interrupted."""
@@ -34,7 +259,7 @@ def local(
 def status(
     queue: str = typer.Option(None, help="YT queue path to report on."),
     consumer: str = typer.Option(None, help="YT consumer table whose committed offsets are shown."),
-    proxy: str = typer.Option(None, envvar="YT_PROXY", help="YT proxy (default: $YT_PROXY)."),
+    proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
     bootstrap_servers: str = typer.Option(None, "--bootstrap-servers", help="Kafka brokers (instead of YT)."),
     topic: str = typer.Option(None, help="Kafka topic(s), comma-separated."),
     group: str = typer.Option(None, help="Kafka consumer group whose committed offsets are shown."),
@@ -42,23 +267,39 @@ def status(
     """Print committed offset, end and lag per partition, for a YT consumer or a Kafka consumer group."""
     from spyt_queue.lag import backend_lag
 
+    hint = None
     if bootstrap_servers:
         from spyt_queue.kafka.backend import KafkaBackend
         from spyt_queue.kafka.options import Subscription
 
         if not topic or not group:
-            raise typer.BadParameter("Kafka status needs --topic and --group", param_hint="--topic/--group")
+            raise CliError("Kafka status needs --topic and --group")
         topics = tuple(t.strip() for t in topic.split(",") if t.strip())
-        backend = KafkaBackend(
+        backend: Any = KafkaBackend(
             {"bootstrap.servers": bootstrap_servers}, Subscription("subscribe", topics=topics), group
         )
         title = f"{topic} via group {group}"
     else:
+        from spyt_queue.yt import admin
         from spyt_queue.yt.backend import YtConnection, YtQueueBackend
 
-        if not proxy or not queue:
-            raise typer.BadParameter("give --queue and --proxy (or YT_PROXY), or --bootstrap-servers for Kafka")
-        backend = YtQueueBackend(YtConnection(proxy), queue, consumer)
+        if not queue:
+            raise CliError("give --queue (and --consumer) for YT, or --bootstrap-servers, --topic and --group")
+        client = _client(proxy)
+        backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), queue, consumer)
+        backend.yt_schema  # noqa: B018 - "does not exist" / "is not a queue" before anything else
+        if consumer:
+            if not client.exists(consumer):
+                raise CliError(
+                    f"consumer {consumer} does not exist: create it with "
+                    f"ytqueue create-consumer {consumer} --queue {queue}"
+                )
+            if not admin.consumer_registered(client, queue, consumer):
+                hint = (
+                    f"hint: consumer {consumer} is not registered for {queue}, so a query cannot commit to it; "
+                    f"register it with `ytqueue create-consumer {consumer} --queue {queue}` or, from Python, "
+                    f"client.register_queue_consumer({queue!r}, {consumer!r}, vital=False)"
+                )
         title = queue + (f" via {consumer}" if consumer else "")
     rows = backend_lag(backend)
     table = Table(title=title)
@@ -69,6 +310,8 @@ def status(
         table.add_row(row.partition, committed, str(row.lower), str(row.upper), str(row.lag))
     table.add_row("total", "", "", str(sum(r.upper for r in rows)), str(sum(r.lag for r in rows)), style="bold")
     console.print(table)
+    if hint:
+        typer.secho(hint, err=True, fg="yellow")
 
 
 @app.command()
