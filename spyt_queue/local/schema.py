@@ -272,6 +272,7 @@ class TableSchema:
                         attributes={"table_path": path, "column": column.name},
                     )
         columns = self.key_columns if keys_only else self.data_columns
+        longest = 0
         for column in columns:
             name = column.bname
             values = [row.get(name) for row in rows]
@@ -285,6 +286,9 @@ class TableSchema:
                 skip_missing=partial and not column.sort_order,
                 positional=complex_type_mode == "positional",
             )
+            longest += _check_lengths(column, rows, path)
+        if not keys_only:
+            _check_row_weights(columns, longest, rows, path)
         if ordered and TABLET_INDEX in present:
             values = [row.get(TABLET_INDEX) for row in rows]
             kinds = set(map(type, values))
@@ -503,6 +507,60 @@ def _check_column(
         return
     if kind in ("null", "void"):
         _raise_type(column, values, path)
+
+
+# Physical ``string`` columns (EValueType::String) and v1 ``any``/``yson`` columns (EValueType::Any) are limited
+# to 16 MiB per value (``MaxStringValueLength``/``MaxAnyValueLength`` in table_client/public.h, checked with ``>``
+# by ``ValidateDynamicValue``); composite type_v3 values are not length-checked there.
+MAX_STRING_VALUE_LENGTH = 16 * 1024 * 1024
+MAX_CLIENT_ROW_DATA_WEIGHT = 128 * 1024 * 1024  # MaxClientVersionedRowDataWeight, checked with ``>=``
+STRING_LIKE_VALUE_LENGTH_LIMIT_EXCEEDED = 326
+ROW_WEIGHT_LIMIT_EXCEEDED = 308
+_STRING_KINDS = ("string", "utf8", "json", "uuid", "decimal")
+
+
+def _check_lengths(column: Column, rows: list[dict[bytes, Any]], path: str) -> int:
+    """Refuse a string-like value longer than 16 MiB, as ``ValidateDynamicValue`` does (error 326).
+
+    Returns the longest value's length (0 for other columns), for the row weight bound.
+    """
+    kind = column.check
+    if kind not in _STRING_KINDS and kind != "any":
+        return 0
+    name = column.bname
+    if kind == "any":
+        physical = "any"
+        lengths = [
+            len(dumps_value(v)) for row in rows if (v := row.get(name)) is not None and not isinstance(v, (int, float))
+        ]
+    else:
+        physical = "string"
+        lengths = [len(v) for row in rows if (v := row.get(name)) is not None]
+    longest = max(lengths, default=0)
+    if longest > MAX_STRING_VALUE_LENGTH:
+        raise YtError(
+            f'Value of type "{physical}" is too long for dynamic data: length {longest}, '
+            f"limit {MAX_STRING_VALUE_LENGTH}",
+            code=STRING_LIKE_VALUE_LENGTH_LIMIT_EXCEEDED,
+            attributes={"table_path": path, "column": column.name},
+        )
+    return longest
+
+
+def _check_row_weights(columns: list[Column], longest: int, rows: list[dict[bytes, Any]], path: str) -> None:
+    """Refuse a row whose data weight reaches 128 MiB (error 308); ``longest`` is the sum of the columns' longest
+    string/any values, so rows are weighed one by one only when one of them could reach the limit."""
+    if 1 + 8 * len(columns) + longest < MAX_CLIENT_ROW_DATA_WEIGHT:
+        return
+    names = [c.bname for c in columns]
+    for row in rows:
+        weight = row_data_weight(row, names)
+        if weight >= MAX_CLIENT_ROW_DATA_WEIGHT:
+            raise YtError(
+                f"Row is too large: data weight {weight}, limit {MAX_CLIENT_ROW_DATA_WEIGHT}",
+                code=ROW_WEIGHT_LIMIT_EXCEEDED,
+                attributes={"table_path": path},
+            )
 
 
 def _check_strings(column: Column, kind: str, values: list[Any], path: str) -> None:
