@@ -60,3 +60,27 @@ def test_ytqueue_local_serves_until_interrupted(tmp_path: Path) -> None:
     finally:
         second.send_signal(signal.SIGINT)
         second.wait(timeout=30)
+
+
+def test_ytqueue_local_default_data_dir_is_ytqueue_data_in_the_current_directory(tmp_path: Path) -> None:
+    """``ytqueue local`` without ``--data-dir`` keeps its data in ``./ytqueue-data`` (as the README says)."""
+    ytqueue = Path(sys.executable).with_name("ytqueue")
+    process = subprocess.Popen(
+        [str(ytqueue), "local", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, COLUMNS="200"),
+    )
+    try:
+        line = ""
+        deadline = time.time() + 30
+        while "proxy=" not in line and time.time() < deadline:
+            line = process.stdout.readline()
+        assert "data_dir=ytqueue-data" in line, line
+        make_yt_client(re.search(r"proxy=(\S+)", line).group(1)).create("map_node", "//home/x", recursive=True)
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    assert (tmp_path / "ytqueue-data").is_dir()
