@@ -113,13 +113,15 @@ def _run(proxy: str, events: int, work: Path, console: Console) -> int:
     )
     console.log(f"created queue {QUEUE} (4 tablets), consumer {CONSUMER}, output {OUTPUT} keyed by source row")
 
-    console.log("starting Spark (local[2])...")
+    console.log("starting Spark (10-15 s): local[2], console progress bars off...")
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("ytqueue-demo")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # progress bars would interleave with the demo's log
         .getOrCreate()
     )
+    console.log("Spark started")
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     checkpoint = str(work / "checkpoint")

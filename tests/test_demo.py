@@ -20,3 +20,6 @@ def test_demo_command_reports_exact_delivery() -> None:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert "rows in: 6000" in done.stdout and "rows out: 6000" in done.stdout
     assert "consumer lag: 0" in done.stdout and "nothing lost, nothing duplicated" in done.stdout
+    # The log says what the pause while the JVM starts is, and Spark's console progress bars stay out of it.
+    assert "starting Spark (10-15 s)" in done.stdout
+    assert "[Stage " not in done.stdout + done.stderr, (done.stdout + done.stderr)[-4000:]
