@@ -30,6 +30,15 @@ class Position:
     timestamp: int | None = None
     timestamps: dict[str, int] | None = None
     timestamp_strategy: str = "error"
+    option: str = "startingOffsets"  # the option this position came from, named in errors
+
+    def named_partitions(self) -> set[str] | None:
+        """Partitions a per-partition JSON position names (offsets or timestamps), ``None`` for other kinds."""
+        if self.kind == "explicit":
+            return set(self.explicit or {})
+        if self.kind == "timestamp" and self.timestamps is not None:
+            return set(self.timestamps)
+        return None
 
     @classmethod
     def parse(
@@ -37,16 +46,16 @@ class Position:
     ) -> Position:
         """Parse a named choice from ``allowed`` or a JSON object of offsets (-2 = earliest, -1 = latest)."""
         if value is None:
-            return cls(default)
+            return cls(default, option=option)
         text = value.strip()
         if text.lower() in allowed:
-            return cls(text.lower())
+            return cls(text.lower(), option=option)
         if text.startswith("{"):
             try:
                 data: Any = json.loads(text)
             except json.JSONDecodeError as error:
                 raise OptionError(option, f"not valid JSON ({error.msg}): {value!r}") from None
-            return cls("explicit", parser(option, data))
+            return cls("explicit", parser(option, data), option=option)
         raise OptionError(option, f"expected one of {', '.join(allowed)} or a JSON object, got {value!r}")
 
 
@@ -95,29 +104,41 @@ class ReaderSettings:
         cls,
         options: Options,
         starting_default: str = "consumer",
-        streaming: bool = True,
+        streaming: bool | None = True,
         named: tuple[str, ...] = ("consumer", "earliest", "latest"),
         parser: PositionsParser = flat_parser,
         timestamps: PositionsParser | None = None,
     ) -> ReaderSettings:
-        """Parse the common reader options; ``timestamps`` enables Kafka's ``startingTimestamp`` family."""
-        allowed = named if streaming or starting_default in named else tuple(n for n in named if n != "consumer")
+        """Parse the common reader options; ``timestamps`` enables Kafka's ``startingTimestamp`` family.
+
+        ``streaming=None`` checks only what is wrong in both modes: ``DataSource.schema()`` runs at ``load()``
+        without knowing whether the DataFrame is a stream, so this is all that can be rejected there.
+        """
+        if streaming is None or streaming or starting_default in named:
+            allowed = named
+        else:
+            allowed = tuple(n for n in named if n != "consumer")
         starting = Position.parse(
             "startingOffsets", options.get_str("startingOffsets"), starting_default, allowed, parser
         )
-        ending = Position.parse("endingOffsets", options.get_str("endingOffsets"), "latest", ("latest",), parser)
+        ending = Position.parse(
+            "endingOffsets", options.get_str("endingOffsets"), "latest", ("latest", "earliest"), parser
+        )
         if timestamps is not None:
             starting = _timestamp_position(options, "starting", starting, timestamps)
             if not streaming:
                 ending = _timestamp_position(options, "ending", ending, timestamps)
         elif "startingTimestamp" in options or "startingOffsetsByTimestamp" in options:
-            raise OptionError("startingTimestamp", "is only supported by the Kafka adapter")
+            raise OptionError(
+                "startingTimestamp" if "startingTimestamp" in options else "startingOffsetsByTimestamp",
+                "is only supported by the Kafka adapter",
+            )
         if streaming:
             for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
                 if name in options:
                     raise OptionError(name, "only batch queries (spark.read) take an ending position")
-        elif starting.kind == "latest":
-            raise OptionError("startingOffsets", "'latest' is not allowed for batch queries (it reads nothing)")
+        else:  # a batch query, or load() (where an ending position is only valid for a batch query)
+            _check_batch_positions(starting, ending, check_starting=streaming is not None)
         min_rows = options.get_int("minOffsetsPerTrigger", None, "min_rows_per_trigger")
         max_rows = options.get_int("maxOffsetsPerTrigger", None, "max_rows_per_trigger")
         if min_rows is not None and max_rows is not None and min_rows > max_rows:
@@ -136,15 +157,48 @@ class ReaderSettings:
         )
 
 
+def _check_batch_positions(starting: Position, ending: Position, check_starting: bool = True) -> None:
+    """Spark's batch rules: a batch never starts at the latest offset nor ends at the earliest one, and start and
+    end given per partition must name the same partitions. ``check_starting=False`` skips the starting rules
+    (valid for a stream), for ``load()``."""
+    if ending.kind == "earliest":
+        raise OptionError(ending.option, "'earliest' is not allowed for batch queries (it reads nothing)")
+    if check_starting and starting.kind == "latest":
+        raise OptionError(starting.option, "'latest' is not allowed for batch queries (it reads nothing)")
+    for key, offset in sorted((starting.explicit or {}).items() if check_starting else ()):
+        if offset == LATEST:
+            raise OptionError(starting.option, f"offset -1 (latest) of {key} is not allowed for batch queries")
+    for key, offset in sorted((ending.explicit or {}).items()):
+        if offset == EARLIEST:
+            raise OptionError(ending.option, f"offset -2 (earliest) of {key} is not allowed for batch queries")
+    first, last = starting.named_partitions(), ending.named_partitions()
+    if first is not None and last is not None and first != last:
+        only_start, only_end = sorted(first - last), sorted(last - first)
+        details = "; ".join(
+            part
+            for part in (
+                f"only in {starting.option}: {', '.join(only_start)}" if only_start else "",
+                f"only in {ending.option}: {', '.join(only_end)}" if only_end else "",
+            )
+            if part
+        )
+        raise OptionError(ending.option, f"must name the same partitions as {starting.option} ({details})")
+
+
 def _timestamp_position(options: Options, which: str, position: Position, parser: PositionsParser) -> Position:
-    """Spark's precedence: ``<which>Timestamp`` > ``<which>OffsetsByTimestamp`` > ``<which>Offsets``."""
-    strategy = options.get_choice(f"{which}OffsetsByTimestampStrategy", "error", ("error", "latest"))
+    """Spark's precedence: ``<which>Timestamp`` > ``<which>OffsetsByTimestamp`` > ``<which>Offsets``.
+
+    An ending timestamp with no record at or after it means the latest offset (Spark's rule), so only the
+    starting side has a strategy.
+    """
+    strategy = "latest"
+    if which == "starting":
+        strategy = options.get_choice("startingOffsetsByTimestampStrategy", "error", ("error", "latest"))
     single = options.get_int(f"{which}Timestamp", None, minimum=0)
     if single is not None:
-        return Position("timestamp", timestamp=single, timestamp_strategy=strategy)
-    by_partition = options.get_json(f"{which}OffsetsByTimestamp")
+        return Position("timestamp", timestamp=single, timestamp_strategy=strategy, option=f"{which}Timestamp")
+    name = f"{which}OffsetsByTimestamp"
+    by_partition = options.get_json(name)
     if by_partition is not None:
-        return Position(
-            "timestamp", timestamps=parser(f"{which}OffsetsByTimestamp", by_partition), timestamp_strategy=strategy
-        )
+        return Position("timestamp", timestamps=parser(name, by_partition), timestamp_strategy=strategy, option=name)
     return position

@@ -142,14 +142,15 @@ def kafka_backend_from_options(options: Options) -> KafkaBackend:
     )
 
 
-def kafka_reader_settings(options: Options, streaming: bool) -> ReaderSettings:
+def kafka_reader_settings(options: Options, streaming: bool | None) -> ReaderSettings:
     """Reader settings with Kafka's names: ``startingOffsets`` latest by default (``group`` resumes from the
-    consumer group), nested JSON offsets, and the ``startingTimestamp`` family."""
+    consumer group), nested JSON offsets, and the ``startingTimestamp`` family. ``streaming=None``: ``load()``,
+    checking only what is invalid in both modes."""
     from spyt_queue.settings import ReaderSettings as Settings
 
     return Settings.parse(
         options,
-        starting_default="latest" if streaming else "earliest",
+        starting_default="earliest" if streaming is False else "latest",
         streaming=streaming,
         named=("group", "earliest", "latest"),
         parser=flat_positions,

@@ -1,4 +1,11 @@
-"""``spark.read.format("ytqueue")``: a bounded read between a starting and an ending position."""
+"""``spark.read.format("ytqueue")``: a bounded read between a starting and an ending position.
+
+Spark plans a Python data source's batch partitions once per DataFrame (the JVM caches the planning result
+on the data source object), while Spark's Kafka source resolves ``earliest``/``latest`` at every execution.
+To match it, the bounds are checked when the DataFrame is first planned but, where a position means "the
+first" or "the next" row of a partition, it travels to the executor unresolved and is bound there, when the
+task runs: a reused DataFrame sees the records produced since its last execution.
+"""
 
 from __future__ import annotations
 
@@ -7,52 +14,106 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spyt_queue.backend import QueueBackend
+from spyt_queue.backend import PartitionBounds, QueueBackend
 from spyt_queue.errors import OptionError
-from spyt_queue.positions import resolve_positions
-from spyt_queue.settings import ReaderSettings
+from spyt_queue.positions import bind, plan_positions
+from spyt_queue.settings import EARLIEST, LATEST, ReaderSettings
 from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
 
 
+class LateBoundRange(InputPartition):
+    """Rows ``[start, end)`` of one partition where ``start`` may be ``EARLIEST`` and ``end`` ``LATEST``: bound to
+    the partition's bounds when the task runs, so every execution of a DataFrame reads up to the current end."""
+
+    def __init__(self, backend: QueueBackend, partition: str, start: int, end: int, fail_on_data_loss: bool) -> None:
+        super().__init__((partition, start, end))
+        self.backend = backend
+        self.partition = partition
+        self.start = start
+        self.end = end
+        self.fail_on_data_loss = fail_on_data_loss
+
+    def __repr__(self) -> str:
+        return f"LateBoundRange({self.partition}, [{self.start}, {self.end}))"
+
+    def read(self) -> Iterator[pa.RecordBatch]:
+        """Bind the range to the partition's current bounds, then read it (runs on an executor)."""
+        policy = DataLossPolicy(self.fail_on_data_loss)
+        start, end = self.start, self.end
+        if start in (EARLIEST, LATEST) or end in (EARLIEST, LATEST):
+            bounds = self.backend.bounds().get(self.partition)
+            if bounds is None:
+                policy.report(f"{_describe(self.backend, self.partition)} does not exist any more")
+                return
+            start, end = bind(start, bounds), bind(end, bounds)
+        if start > end:
+            raise OptionError(
+                "startingOffsets",
+                f"{start} is after the ending offset {end} of {_describe(self.backend, self.partition)}",
+            )
+        if start < end:
+            yield from self.backend.read_range(self.partition, start, end, policy)
+
+
+def _describe(backend: QueueBackend, partition: str) -> str:
+    describe = getattr(backend, "describe", None)
+    return describe(partition) if describe is not None else f"partition {partition}"
+
+
 class QueueBatchReader(DataSourceReader):
-    """Reads ``[startingOffsets, endingOffsets)`` of every partition, split into tasks of at most
-    ``max_rows_per_partition`` rows."""
+    """Reads ``[startingOffsets, endingOffsets)`` of every partition.
+
+    Without task-splitting options there is one task per partition whose ``earliest``/``latest`` ends are bound
+    when the task runs. With ``maxRecordsPerPartition``, ``minPartitions`` or ``max_rows_per_partition`` the
+    ranges are cut when the DataFrame is first planned, so they are fixed then (Spark would re-plan them).
+    """
 
     def __init__(self, backend: QueueBackend, settings: ReaderSettings) -> None:
         self.backend = backend
         self.settings = settings
         backend.schema()  # fetched once on the driver, carried to executors inside the partitions
 
+    def _splits_tasks(self) -> bool:
+        s = self.settings
+        return bool(s.max_rows_per_task or s.max_rows_per_partition or s.min_tasks)
+
     def partitions(self) -> Sequence[InputPartition]:
-        """Resolve both positions against the current bounds, check them, and split the ranges into tasks."""
+        """Resolve both positions against the current bounds, check them, and plan one task per partition (or
+        split the ranges into tasks)."""
         bounds = self.backend.bounds()
         committed = self.backend.committed() if self.settings.starting.kind in ("consumer", "group") else {}
-        start = resolve_positions(self.settings.starting, bounds, committed, self.backend)
-        end = resolve_positions(self.settings.ending, bounds, committed, self.backend, ending=True)
-        describe = getattr(self.backend, "describe", str)
+        start = plan_positions(self.settings.starting, bounds, committed, self.backend)
+        end = plan_positions(self.settings.ending, bounds, committed, self.backend, ending=True)
+        self._check(start, end, bounds)
+        if self._splits_tasks():
+            return split_ranges(
+                self.backend,
+                {key: bind(offset, bounds[key]) for key, offset in start.items()},
+                {key: bind(offset, bounds[key]) for key, offset in end.items()},
+                self.settings.fail_on_data_loss,
+                self.settings.max_rows_per_task or self.settings.max_rows_per_partition,
+                self.settings.min_tasks,
+            )
+        return [
+            LateBoundRange(self.backend, key, start[key], end[key], self.settings.fail_on_data_loss) for key in start
+        ]
+
+    def _check(self, start: dict[str, int], end: dict[str, int], bounds: dict[str, PartitionBounds]) -> None:
         for key in start:
-            if end[key] > bounds[key].upper:
-                raise OptionError(
-                    "endingOffsets", f"{end[key]} is beyond the end {bounds[key].upper} of {describe(key)}"
-                )
-            if start[key] > end[key]:
-                raise OptionError(
-                    "startingOffsets", f"{start[key]} is after the ending offset {end[key]} of {describe(key)}"
-                )
-            if self.settings.fail_on_data_loss and start[key] < bounds[key].lower:
+            first, last, b = bind(start[key], bounds[key]), bind(end[key], bounds[key]), bounds[key]
+            what = _describe(self.backend, key)
+            if last > b.upper:
+                raise OptionError(self.settings.ending.option, f"{last} is beyond the end {b.upper} of {what}")
+            if first > last:
+                raise OptionError(self.settings.starting.option, f"{first} is after the ending offset {last} of {what}")
+            if self.settings.fail_on_data_loss and first < b.lower:
                 DataLossPolicy(True).report(
-                    f"rows [{start[key]}, {bounds[key].lower}) of {describe(key)} were removed before they were read"
+                    f"rows [{first}, {b.lower}) of {what} were removed before they were read"
                 )  # with failOnDataLoss=false the tasks warn when they meet the gap
-        return split_ranges(
-            self.backend,
-            start,
-            end,
-            self.settings.fail_on_data_loss,
-            self.settings.max_rows_per_task or self.settings.max_rows_per_partition,
-            self.settings.min_tasks,
-        )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Read one range (on an executor)."""
-        assert isinstance(partition, RangePartition)
-        return partition.read()
+        """Read one range (on an executor). PySpark sends a placeholder ``InputPartition(None)`` when
+        :meth:`partitions` planned none (nothing to read): it yields no rows."""
+        if isinstance(partition, (LateBoundRange, RangePartition)):
+            return partition.read()
+        return iter(())

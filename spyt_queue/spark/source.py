@@ -2,18 +2,69 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
+
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    InputPartition,
 )
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from spyt_queue.backend import QueueBackend
+from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.settings import ReaderSettings
+
+
+class RejectedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Stands in for a stream reader whose options are invalid, raising the error from the first call Spark makes.
+
+    PySpark's streaming runner calls ``reader.stop()`` in a ``finally`` around ``streamReader()``: an error raised
+    there is masked by ``UnboundLocalError: cannot access local variable 'reader'``. Options valid for a batch but
+    not for a stream (``endingOffsets``) can not be rejected at ``load()``, which does not say which it is.
+    """
+
+    def __init__(self, error: SpytQueueError) -> None:
+        self.error = error
+
+    def _fail(self) -> NoReturn:
+        raise self.error.with_traceback(None)
+
+    def getDefaultReadLimit(self) -> Any:
+        """Raises the option error."""
+        self._fail()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Raises the option error."""
+        self._fail()
+
+    def initialOffset(self) -> dict[str, Any]:
+        """Raises the option error."""
+        self._fail()
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:
+        """Raises the option error."""
+        self._fail()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """Raises the option error."""
+        self._fail()
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Raises the option error."""
+        self._fail()
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing was read: nothing to commit."""
+
+    def stop(self) -> None:
+        """Nothing to release."""
 
 
 class YtQueueDataSource(DataSource):
@@ -42,27 +93,38 @@ class YtQueueDataSource(DataSource):
 
         return yt_backend_from_options(self._options(), streaming=streaming)
 
-    def _settings(self, streaming: bool) -> ReaderSettings:
+    def _settings(self, streaming: bool | None) -> ReaderSettings:
+        """Reader settings for a stream, a batch, or (``None``) ``load()``, where only what is invalid in both
+        modes can be rejected."""
         options = self._options()
         if self._is_kafka():
             from spyt_queue.kafka.options import kafka_reader_settings
 
             return kafka_reader_settings(options, streaming)
-        if streaming:
-            return ReaderSettings.parse(options, starting_default="consumer", streaming=True)
+        if streaming or streaming is None:
+            return ReaderSettings.parse(options, starting_default="consumer", streaming=streaming)
         if "consumer_path" in options:
             return ReaderSettings.parse(options, starting_default="consumer", streaming=False)
         return ReaderSettings.parse(options, starting_default="earliest", streaming=False, named=("earliest", "latest"))
 
     def schema(self) -> StructType:
-        """The queue's schema mapped to Spark types (see the README's mapping table)."""
-        return self._backend(streaming=False).schema()
+        """The queue's schema mapped to Spark types (see the README's mapping table).
+
+        Runs at ``load()``: the reader options are checked here too, so a mistake fails before any query starts.
+        """
+        backend = self._backend(streaming=False)
+        self._settings(streaming=None)
+        return backend.schema()
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch reader committing to the consumer after the sink."""
         from spyt_queue.spark.stream_reader import QueueStreamReader
 
-        return QueueStreamReader(self._backend(streaming=True), self._settings(streaming=True))
+        try:
+            backend, settings = self._backend(streaming=True), self._settings(streaming=True)
+        except SpytQueueError as error:
+            return RejectedStreamReader(error)
+        return QueueStreamReader(backend, settings)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""
