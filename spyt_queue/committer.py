@@ -42,12 +42,15 @@ class Committer:
         """Record positions just read from the backend (e.g. by ``initialOffset``) as the CAS baseline."""
         self._known = dict(positions)
 
-    def _baseline(self, target: Mapping[str, int]) -> dict[str, int | None]:
+    def _baseline(self, target: Mapping[str, int], own: Mapping[str, int]) -> dict[str, int | None]:
+        """The positions to compare-and-set from. After a restart they are re-read; a position ahead of the
+        target is another query's progress unless it is ``own[key]``, the value the store held when this query
+        started below it (journaled in the query's offsets)."""
         if self._known is None:
             current = self.backend.committed()
             for key in sorted_partitions(target):
                 value = current.get(key)
-                if value is not None and value > target[key]:
+                if value is not None and value > target[key] and value != own.get(key):
                     raise ConsumerConflictError(
                         f"The committed position of {key} is {value}, ahead of this query's committed "
                         f"offset {target[key]}: another query is advancing the same consumer, or the "
@@ -57,18 +60,22 @@ class Committer:
             self._known = current
         return self._known
 
-    def advance_to(self, target: Mapping[str, int]) -> bool:
-        """Advance every partition of ``target`` whose known position differs; return whether anything moved.
+    def advance_to(self, target: Mapping[str, int], own: Mapping[str, int] | None = None) -> bool:
+        """Advance the committed positions to ``target``; return whether anything moved.
 
-        Idempotent: calling it again with the same target does nothing. Raises
-        :class:`ConsumerConflictError` if someone else moved a position, :class:`CommitError` when retries
-        are exhausted.
+        When any partition differs from its known position, the backend gets *every* partition of ``target``
+        (unchanged ones with ``old == new``): stores whose entries expire when not rewritten (Kafka groups)
+        recommit them, others skip them. Idempotent: calling it again with the same target does nothing.
+        ``own`` holds the store's positions from before this query started (see :meth:`_baseline`).
+        Raises :class:`ConsumerConflictError` if someone else moved a position, :class:`CommitError` when
+        retries are exhausted.
         """
-        known = self._baseline(target)
-        old = {key: known.get(key) for key in target if known.get(key) != target[key]}
-        if not old:
+        known = self._baseline(target, own or {})
+        if all(known.get(key) == target[key] for key in target):
             return False
-        new = {key: int(target[key]) for key in old}
+        old = {key: known.get(key) for key in target}
+        new = {key: int(target[key]) for key in target}
+        moved = [key for key in sorted_partitions(new) if old[key] != new[key]]
         delay = self.backoff_seconds
         for attempt in range(1, self.retries + 2):
             try:
@@ -92,5 +99,5 @@ class Committer:
                 time.sleep(delay)
                 delay = min(delay * 2, self.max_backoff_seconds)
         known.update(new)
-        log.info("advanced %s", ", ".join(f"{k}: {old[k]} -> {new[k]}" for k in sorted_partitions(new)))
+        log.info("advanced %s", ", ".join(f"{k}: {old[k]} -> {new[k]}" for k in moved))
         return True

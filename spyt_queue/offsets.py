@@ -31,20 +31,57 @@ def sorted_partitions(keys: Iterable[str]) -> list[str]:
     return sorted(keys, key=partition_sort_key)
 
 
+def _canonical(positions: Mapping[str, int]) -> dict[str, int]:
+    return {key: int(positions[key]) for key in sorted_partitions(positions)}
+
+
+def same_source(stored: str, current: str) -> bool:
+    """Whether a checkpoint's source id names the current source.
+
+    Ids may end in ``#<object id>`` (a YT queue's table id): an id written without one (older checkpoints)
+    matches any object at the same path; two different object ids mean the source was deleted and re-created.
+    """
+    if stored == current:
+        return True
+    return "#" not in stored and current.partition("#")[0] == stored
+
+
 @dataclass(frozen=True)
 class StreamOffset:
-    """Where a source stands: for each partition key, the index of the next unread row."""
+    """Where a source stands: for each partition key, the index of the next unread row.
+
+    Optional fields travel with the positions through Spark's offset log, so that they are durable:
+
+    * ``batch_start``: the start of the batch this offset ends. Only the end of the query's first batch carries
+      it, because Spark logs batch ends only and re-asks ``initialOffset()`` when it replays batch 0; with the
+      start journaled here a replay reads exactly the rows of the first run.
+    * ``baseline``: committed positions the store held when the query started, for partitions where the query
+      starts *below* them (``startingOffsets=earliest`` under an existing consumer). Finding the store at such a
+      value after a restart is this query's own starting point, not another query's progress. An entry is dropped
+      once the query's position reaches it.
+    * ``initial`` marks the un-journaled initial offset (never logged by Spark; a restart recomputes it).
+    """
 
     source: str
     positions: Mapping[str, int] = field(default_factory=dict)
+    batch_start: Mapping[str, int] | None = None
+    baseline: Mapping[str, int] = field(default_factory=dict)
+    initial: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The canonical dict handed to Spark (insertion order is the serialization order)."""
-        return {
+        data: dict[str, Any] = {
             "version": OFFSET_VERSION,
             "source": self.source,
-            "partitions": {key: int(self.positions[key]) for key in sorted_partitions(self.positions)},
+            "partitions": _canonical(self.positions),
         }
+        if self.batch_start is not None:
+            data["batch_start"] = _canonical(self.batch_start)
+        if self.baseline:
+            data["baseline"] = _canonical(self.baseline)
+        if self.initial:
+            data["initial"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], expected_source: str | None = None) -> StreamOffset:
@@ -58,10 +95,25 @@ class StreamOffset:
                 "the checkpoint was written by another version of spyt-queue"
             )
         source = str(data.get("source", ""))
-        if expected_source is not None and source != expected_source:
+        if expected_source is not None and not same_source(source, expected_source):
+            if source.partition("#")[0] == expected_source.partition("#")[0]:
+                raise SpytQueueError(
+                    f"The checkpoint was written for {source!r}, but that source was deleted and re-created since "
+                    f"(it is now {expected_source!r}); its offsets do not apply to the new one. Use a new "
+                    "checkpointLocation (and startingOffsets) for the re-created source"
+                )
             raise SpytQueueError(
                 f"The checkpoint belongs to source {source!r}, but this query reads {expected_source!r}; "
                 "use a new checkpointLocation for a different queue"
             )
-        positions = {str(k): int(v) for k, v in dict(data["partitions"]).items()}
-        return cls(source=source, positions=positions)
+
+        def ints(name: str) -> dict[str, int]:
+            return {str(k): int(v) for k, v in dict(data.get(name) or {}).items()}
+
+        return cls(
+            source=source,
+            positions=ints("partitions"),
+            batch_start=ints("batch_start") if "batch_start" in data else None,
+            baseline=ints("baseline"),
+            initial=bool(data.get("initial", False)),
+        )

@@ -28,28 +28,40 @@ class BatchPlan:
 
 
 def split_by_backlog(backlog: Mapping[str, int], limit: int) -> dict[str, int]:
-    """Split ``limit`` rows across partitions in proportion to their backlog, never exceeding either.
+    """Split ``limit`` rows across partitions in proportion to their backlog, never exceeding a backlog.
 
-    Largest-remainder rounding keeps the total exactly ``min(limit, sum(backlog))``, so every trigger with
-    data makes progress and none reads more than the cap (Kafka's ``maxOffsetsPerTrigger`` semantics,
-    without its rounding overshoot).
+    Every partition with a backlog gets at least one row, so a small partition beside a hot one is never
+    starved (Spark's Kafka source rounds small shares up for the same reason). The total is
+    ``min(sum(backlog), max(limit, partitions with a backlog))``: it exceeds ``limit`` only when the cap is
+    smaller than the number of partitions waiting, by giving each of them one row. The rest is handed out by
+    largest remainder, so the total is exact and the split deterministic.
     """
     total = sum(backlog.values())
     if total <= limit:
         return dict(backlog)
-    shares: dict[str, int] = {}
-    remainders: list[tuple[int, str]] = []
-    for key, size in backlog.items():
-        share, remainder = divmod(limit * size, total)
-        shares[key] = min(size, share)
-        remainders.append((remainder, key))
-    left = limit - sum(shares.values())
-    for _, key in sorted(remainders, key=lambda item: (-item[0], item[1])):
-        if left <= 0:
+    waiting = [key for key, size in backlog.items() if size > 0]
+    budget = max(limit, len(waiting))
+    shares = {key: min(size, limit * size // total) for key, size in backlog.items()}
+    for key in waiting:
+        shares[key] = max(shares[key], 1)
+    over = sum(shares.values()) - budget
+    while over > 0:  # the round-ups overshot: take rows back from the largest shares (each keeps >= 1)
+        largest = max(waiting, key=lambda key: (shares[key], key))
+        shares[largest] -= 1
+        over -= 1
+    remainders = sorted(waiting, key=lambda key: (-((limit * backlog[key]) % total), key))
+    left = budget - sum(shares.values())
+    while left > 0:
+        progressed = False
+        for key in remainders:
+            if left <= 0:
+                break
+            if shares[key] < backlog[key]:
+                shares[key] += 1
+                left -= 1
+                progressed = True
+        if not progressed:
             break
-        if shares[key] < backlog[key]:
-            shares[key] += 1
-            left -= 1
     return shares
 
 

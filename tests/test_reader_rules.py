@@ -7,7 +7,7 @@ import time
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
-from spyt_queue.errors import DataLossError, SpytQueueError
+from spyt_queue.errors import CommitError, DataLossError, SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.settings import ReaderSettings
 from spyt_queue.spark.partitions import DataLossPolicy
@@ -40,6 +40,43 @@ def test_initial_offset_is_not_committed_before_any_batch(yt, queue) -> None:
     assert end["partitions"] == {"0": 10}
     assert r.backend.committed() == {"0": 7}, "the untouched initial offset must not rewind the consumer"
     r.latestOffset(end, ReadAllAvailable())  # batch 0 is in the sink: now the consumer follows the query
+    assert r.backend.committed() == {"0": 10}
+
+
+def test_a_replayed_first_batch_reads_from_its_journaled_start(yt, queue) -> None:
+    """``startingOffsets=latest``: rows that arrive between ``initialOffset`` and ``latestOffset`` form batch 0.
+    When Spark replays batch 0 after a restart it hands a *recomputed* initial offset (latest has moved on); the
+    batch must still cover the rows of the first run, from the start journaled in its end (issue 8.3)."""
+    first = reader(queue, startingOffsets="latest")
+    initial = first.initialOffset()
+    assert initial["partitions"] == {"0": 10}
+    yt.insert_rows(queue["path"], [{"id": i} for i in range(10, 15)])
+    end = first.latestOffset(initial, ReadAllAvailable())  # batch 0 = [10, 15), logged by Spark
+    assert end["partitions"] == {"0": 15} and end["batch_start"] == {"0": 10}
+    yt.insert_rows(queue["path"], [{"id": i} for i in range(15, 20)])
+    restarted = reader(queue, startingOffsets="latest")
+    recomputed = restarted.initialOffset()
+    assert recomputed["partitions"] == {"0": 20}
+    (task,) = restarted.partitions(recomputed, end)
+    assert (task.start, task.end) == (10, 15)
+    assert [i for b in restarted.read(task) for i in b.column("id").to_pylist()] == list(range(10, 15))
+
+
+def test_the_final_available_now_commit_failing_fails_the_run(yt, queue) -> None:
+    """The last AvailableNow check commits the last batch; if that fails there is no next trigger to retry it,
+    so the run must fail instead of ending as if committed (issue 8, smaller ones)."""
+    r = reader(queue, startingOffsets="earliest")
+    r.committer.retries = 0
+    r.prepareForTriggerAvailableNow()
+    end = r.latestOffset(r.initialOffset(), ReadMaxRows(1000))
+    assert end["partitions"] == {"0": 10}
+    yt.unmount_table(queue["consumer_path"], sync=True)  # every advance now fails with a transient error
+    try:
+        with pytest.raises(CommitError, match="final commit"):
+            r.latestOffset(end, ReadMaxRows(1000))
+    finally:
+        yt.mount_table(queue["consumer_path"], sync=True)
+    assert r.latestOffset(end, ReadMaxRows(1000)) == end, "once YT is back the final check commits and ends"
     assert r.backend.committed() == {"0": 10}
 
 

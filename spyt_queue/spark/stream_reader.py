@@ -49,14 +49,16 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         backend.schema()  # fetched once here, then carried to executors inside every input partition
 
     # -- offsets -----------------------------------------------------------------------------------------
-    def _offset(self, positions: dict[str, int]) -> dict[str, Any]:
-        return StreamOffset(self.backend.source_id, positions).to_json()
-
     def _parse(self, data: dict[str, Any]) -> StreamOffset:
         return StreamOffset.from_json(data, expected_source=self.backend.source_id)
 
     def initialOffset(self) -> dict[str, Any]:
-        """Where a new query starts: the consumer's position by default (``startingOffsets``)."""
+        """Where a new query starts: the consumer's position by default (``startingOffsets``).
+
+        Spark does not log this offset and asks again when it replays batch 0, so it is marked ``initial`` and
+        the first batch's end journals it (``batch_start``). Committed positions found *ahead* of it are
+        journaled as the query's ``baseline`` (see :class:`~spyt_queue.offsets.StreamOffset`).
+        """
         if self._initial is None:
             bounds = self.backend.bounds()
             committed = self.backend.committed()
@@ -68,7 +70,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         "startingOffsets",
                         f"offset {position} of {key} is beyond its end {bounds[key].upper}",
                     )
-            self._initial = self._offset(positions)
+            ahead = {k: v for k, v in committed.items() if v is not None and k in positions and v > positions[k]}
+            self._initial = StreamOffset(self.backend.source_id, positions, baseline=ahead, initial=True).to_json()
             log.info("initial offset %s", self._initial)
         return self._initial
 
@@ -96,8 +99,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         that is ahead (``startingOffsets=earliest``) is only moved once the first batch is in the sink.
         """
         current = self._parse(start)
-        if start != self._initial:
-            self._commit(current.positions, "latestOffset")
+        committed = current.initial or self._commit(current, "latestOffset")
         try:
             bounds = self.backend.bounds()
         except Exception as error:
@@ -128,10 +130,19 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         for note in plan.notes:
             log.info("%s: %s", self.backend.source_id, note)
-        end = self._offset(plan.end)
         if plan.rows:
             self._last_batch_at = time.monotonic()
-        return end
+        if plan.end == dict(current.positions) and not current.initial:
+            if self._target is not None and not committed:
+                raise CommitError(
+                    f"The AvailableNow run of {self.backend.source_id} read everything up to its target, but its "
+                    f"final commit of {dict(current.positions)} failed (see the log). The checkpoint holds the "
+                    "progress: run the query again to commit it."
+                )
+            return start  # nothing new: keep the offset, so Spark plans no batch
+        baseline = {k: v for k, v in current.baseline.items() if plan.end.get(k, v) < v}
+        batch_start = dict(current.positions) if current.initial else None
+        return StreamOffset(self.backend.source_id, plan.end, batch_start=batch_start, baseline=baseline).to_json()
 
     def _should_delay(self, start: dict[str, int], bounds: dict[str, PartitionBounds], limit: Any) -> bool:
         """``minOffsetsPerTrigger``: wait for enough new rows, but no longer than ``maxTriggerDelay``."""
@@ -155,15 +166,20 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The end of every partition at the last trigger, shown in the query progress as ``latestOffset``."""
         if self._last_bounds is None:
             return None
-        return self._offset({key: b.upper for key, b in self._last_bounds.items()})
+        return StreamOffset(self.backend.source_id, {key: b.upper for key, b in self._last_bounds.items()}).to_json()
 
     # -- planning and reading ------------------------------------------------------------------------------
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One input partition per partition with rows between ``start`` and ``end``."""
+        """One input partition per partition with rows between ``start`` and ``end``.
+
+        The first batch reads from the start journaled in its end (``batch_start``), not from ``start``: on a
+        replay Spark hands a freshly computed initial offset, which may have moved since the first run.
+        """
         begin, stop = self._parse(start), self._parse(end)
+        first = stop.batch_start if stop.batch_start is not None else begin.positions
         return split_ranges(
             self.backend,
-            dict(begin.positions),
+            dict(first),
             dict(stop.positions),
             self.settings.fail_on_data_loss,
             self.settings.max_rows_per_task,
@@ -176,20 +192,22 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return partition.read()
 
     # -- committing ------------------------------------------------------------------------------------------
-    def _commit(self, positions: Any, caller: str) -> None:
+    def _commit(self, offset: StreamOffset, caller: str) -> bool:
+        """Advance the store to ``offset``; return ``False`` when a transient failure left it for the next try."""
         try:
-            self.committer.advance_to(dict(positions))
+            self.committer.advance_to(dict(offset.positions), own=offset.baseline)
         except ConsumerConflictError:
             raise
         except CommitError as error:
             if error.__cause__ is not None and self.backend.is_transient(error.__cause__):
                 log.error("%s: %s", caller, error)
-                return
+                return False
             raise
+        return True
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark's (delayed) commit of a finished batch: advance the backend to ``end`` (idempotent)."""
-        self._commit(self._parse(end).positions, "commit")
+        self._commit(self._parse(end), "commit")
 
     def stop(self) -> None:
         """Nothing to flush: every commit has already happened synchronously."""

@@ -128,6 +128,7 @@ class YtQueueBackend(QueueBackend):
         self.pull_batch_rows = pull_batch_rows
         self.empty_pull_retries = empty_pull_retries
         self._yt_schema: YtSchema | None = None
+        self._table_id = ""
         self._converter: RowConverter | None = None
 
     # -- pickling: executors get configuration and the schema, never a live client ---------------------
@@ -143,7 +144,9 @@ class YtQueueBackend(QueueBackend):
 
     @property
     def source_id(self) -> str:
-        return f"yt:{self.queue_path}"
+        """``yt:<path>#<table id>``: a queue deleted and re-created at the same path is another source."""
+        self.yt_schema  # noqa: B018 - fetches the table id with the schema, once
+        return f"yt:{self.queue_path}#{self._table_id}"
 
     def describe(self, partition: str) -> str:
         """Human-readable name of a partition, for messages."""
@@ -154,7 +157,9 @@ class YtQueueBackend(QueueBackend):
         """The queue's YT schema (fetched once, then carried along when pickled)."""
         if self._yt_schema is None:
             try:
-                attributes = self.client.get(self.queue_path, attributes=["type", "dynamic", "schema", "sorted"])
+                attributes = self.client.get(
+                    self.queue_path, attributes=["type", "dynamic", "schema", "sorted", "id"]
+                )
             except YtResponseError as error:
                 if has_code(error, _RESOLVE_ERROR):
                     raise SpytQueueError(
@@ -168,6 +173,7 @@ class YtQueueBackend(QueueBackend):
                     f"{self.queue_path} is not a queue: ytqueue reads ordered dynamic tables "
                     f"(type={attrs.get('type')}, dynamic={attrs.get('dynamic')}, sorted={attrs.get('sorted')})"
                 )
+            self._table_id = str(attrs.get("id", ""))
             self._yt_schema = YtSchema.parse(attrs["schema"])
         return self._yt_schema
 
@@ -243,6 +249,8 @@ class YtQueueBackend(QueueBackend):
             with client.Transaction(type="tablet"):
                 for key, value in new.items():
                     previous = old.get(key)
+                    if previous == value:
+                        continue  # consumer rows do not expire: unchanged partitions need no write
                     client.advance_consumer(
                         self.consumer_path,
                         self.queue_path,

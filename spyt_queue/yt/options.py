@@ -45,14 +45,35 @@ def _typed(value: str) -> int | float | bool | str:
     return value
 
 
+def plain_cypress_path(option: str, path: str) -> str:
+    """``path`` as the consumer table stores it: absolute, without YPath attributes, ranges or column selectors.
+
+    Committed offsets are keyed by the queue's path string, so ``<append=%true>//home/q`` or ``//home/q{a,b}``
+    would hide them; such paths are refused instead of guessed at. A trailing ``/`` is dropped.
+    """
+    text = path.strip()
+    if text.startswith("<"):
+        raise OptionError(
+            option, f"YPath attributes are not supported here, give the plain path (e.g. //home/q), got {path!r}"
+        )
+    if not text.startswith("//"):
+        raise OptionError(option, f"expected an absolute Cypress path such as //home/queue, got {path!r}")
+    if any(ch in text for ch in "{}[]"):
+        raise OptionError(
+            option, f"column selectors and row ranges are not supported here, give the plain path, got {path!r}"
+        )
+    return text.rstrip("/") if len(text) > 2 else text
+
+
 def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend:
     """Build the YT backend; a streaming read needs ``consumer_path`` (it is where progress is committed)."""
     path = options.get_str("path")
     if not path:
         raise OptionError("path", "give the queue path with .load('//path/to/queue') or .option('path', ...)")
-    if not path.startswith("//") and not path.startswith("<"):
-        raise OptionError("path", f"expected an absolute Cypress path such as //home/queue, got {path!r}")
+    path = plain_cypress_path("path", path)
     consumer = options.get_str("consumer_path", None, "consumerPath")
+    if consumer:
+        consumer = plain_cypress_path("consumer_path", consumer)
     if streaming and not consumer:
         raise OptionError(
             "consumer_path",

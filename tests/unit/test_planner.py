@@ -36,15 +36,34 @@ def test_max_rows_per_partition_caps_each_tablet() -> None:
 def test_global_cap_split_by_backlog_never_exceeds_limit() -> None:
     shares = split_by_backlog({"0": 90, "1": 9, "2": 1}, 10)
     assert sum(shares.values()) == 10
-    assert shares["0"] == 9 and shares["1"] + shares["2"] == 1
+    assert shares == {"0": 8, "1": 1, "2": 1}, "every partition with a backlog gets a share"
     assert split_by_backlog({"0": 3, "1": 4}, 100) == {"0": 3, "1": 4}
+
+
+def test_global_cap_never_starves_a_small_partition_beside_a_hot_one() -> None:
+    """Issue 8.5: {"0": 40, "1": 1000000} with a cap of 1000 gave partition 0 nothing on every trigger."""
+    backlog = {"0": 40, "1": 1_000_000}
+    position = dict.fromkeys(backlog, 0)
+    for _trigger in range(40):
+        shares = split_by_backlog({k: backlog[k] - position[k] for k in backlog}, 1000)
+        assert sum(shares.values()) == 1000
+        assert shares["0"] >= 1
+        for key, share in shares.items():
+            position[key] += share
+    assert position["0"] == 40, "the small partition drains while the hot one stays busy"
+
+
+def test_a_cap_below_the_number_of_waiting_partitions_gives_each_one_row() -> None:
+    shares = split_by_backlog({"a": 5, "b": 1, "c": 7, "d": 0}, 2)
+    assert shares == {"a": 1, "b": 1, "c": 1, "d": 0}
 
 
 @pytest.mark.parametrize("limit", [1, 7, 33, 100])
 def test_global_cap_progress_and_bound(limit: int) -> None:
     backlog = {"0": 50, "1": 25, "2": 0, "3": 5}
     shares = split_by_backlog(backlog, limit)
-    assert sum(shares.values()) == min(limit, 80)
+    assert sum(shares.values()) == min(80, max(limit, 3)), "the cap, or one row per waiting partition"
+    assert all(shares[k] >= 1 for k in backlog if backlog[k])
     assert all(0 <= shares[k] <= backlog[k] for k in backlog)
 
 
