@@ -253,3 +253,62 @@ def test_status_of_a_missing_consumer_says_how_to_create_it(yt, yt_proxy: str, y
         f"consumer {yt_root}/nope does not exist",
         f"ytqueue create-consumer {yt_root}/nope --queue {queue}",
     )
+
+
+# -- the README's path: create with the CLI, run a query, check with the CLI -----------------------------------
+
+
+@pytest.mark.spark
+def test_objects_created_with_the_cli_carry_a_streaming_query(
+    spark, yt, yt_proxy: str, yt_root: str, checkpoint
+) -> None:
+    queue, consumer, out = f"{yt_root}/events", f"{yt_root}/consumer", f"{yt_root}/out"
+    env = {"YT_PROXY": yt_proxy}
+    assert_ok(run("create-queue", queue, "--schema", "id:int64:required,payload:string", "--tablets", "2", env=env))
+    assert_ok(run("create-consumer", consumer, "--queue", queue, env=env))
+    assert_ok(
+        run(
+            "create-table",
+            out,
+            "--schema",
+            "src_tablet:int64,src_row:int64,id:int64,payload:string",
+            "--sorted-by",
+            "src_tablet,src_row",
+            env=env,
+        )
+    )
+    yt.insert_rows(queue, [{"$tablet_index": i % 2, "id": i, "payload": f"p{i}"} for i in range(10)])
+    events = (
+        spark.readStream.format("ytqueue")
+        .option("proxy", yt_proxy)
+        .option("consumer_path", consumer)
+        .option("include_service_columns", "true")
+        .load(queue)
+    )
+    query = (
+        events.selectExpr(
+            "__spyt_streaming_src_tablet_index as src_tablet",
+            "__spyt_streaming_src_row_index as src_row",
+            "id",
+            "payload",
+        )
+        .writeStream.format("ytqueue")
+        .option("proxy", yt_proxy)
+        .option("path", out)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    assert sorted(r["id"] for r in yt.select_rows(f"id from [{out}]")) == list(range(10))
+
+    result = run("status", "--queue", queue, "--consumer", consumer, env=env)
+    out_text = assert_ok(result)
+    assert "hint" not in result.stderr
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:6]]
+        for line in out_text.splitlines()
+        if line.startswith("│")
+    }
+    assert rows == {"0": ["5", "0", "5", "0"], "1": ["5", "0", "5", "0"], "total": ["", "", "10", "0"]}
