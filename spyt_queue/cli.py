@@ -7,6 +7,7 @@ shows the traceback instead.
 
 from __future__ import annotations
 
+import errno
 import re
 import sys
 from collections.abc import Sequence
@@ -252,7 +253,12 @@ def local(
         console.print(f"ytqueue local server: proxy=[bold]{proxy}[/bold] data_dir={data_dir}")
         console.print(f"  export YT_PROXY={proxy}   # point yt.wrapper, the yt CLI and ytqueue at it; Ctrl-C stops")
 
-    serve(host, port, data_dir, on_ready=ready)
+    try:
+        serve(host, port, data_dir, on_ready=ready)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise CliError(f"{host}:{port} is already in use: pick another --port (0 = any free port)") from error
+        raise
 
 
 @app.command()

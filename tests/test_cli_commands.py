@@ -312,3 +312,14 @@ def test_objects_created_with_the_cli_carry_a_streaming_query(
         if line.startswith("│")
     }
     assert rows == {"0": ["5", "0", "5", "0"], "1": ["5", "0", "5", "0"], "total": ["", "", "10", "0"]}
+
+
+def test_local_on_a_port_in_use_says_so(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("local", "--port", str(port), "--data-dir", str(tmp_path / "data"))
+    assert_one_line_error(result, f"127.0.0.1:{port} is already in use", "--port")
