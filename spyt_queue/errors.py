@@ -47,3 +47,10 @@ class BadRecordError(SpytQueueError):
     """A record could not be converted or written; the message names the record."""
 
     code = "BAD_RECORD"
+
+
+class ProducerSequenceError(SpytQueueError):
+    """Rows pushed through a producer session would leave a gap in its sequence numbers (rows YT would then skip
+    for good): one source tablet split across tasks, a repartition, or rows missing from the input."""
+
+    code = "PRODUCER_SEQUENCE"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -9,13 +11,16 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from spyt_queue.errors import OptionError, SchemaMismatchError, SpytQueueError
+from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.yt.options import connection_from_options
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema
-from spyt_queue.yt.table_writer import YtTableWriter, check_schema
+from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
+
+log = logging.getLogger("spyt_queue.write")
 
 DEFAULT_DYN_BATCH_SIZE = 50_000
+QUERY_ID_PROPERTY = "sql.streaming.queryId"  # local property Spark sets on every task of a streaming query
 
 
 @dataclass
@@ -28,22 +33,59 @@ class YtWriteCommit(WriterCommitMessage):
     tablets: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
-def check_one_task_per_source_tablet(messages: list[WriterCommitMessage | None]) -> None:
-    """Producer sessions are per source tablet: two tasks pushing one tablet's rows would make the later one's
-    rows look already written (skipped). That happens only if the pipeline repartitioned the stream, so the
-    batch fails loudly instead of committing."""
+def check_one_task_per_source_tablet(messages: list[WriterCommitMessage | None]) -> list[int]:
+    """Source tablets whose rows were written by several tasks of one batch (returned and logged).
+
+    Every task checks its rows against the producer session before pushing (see :class:`YtTableWriter`), so a
+    batch whose tasks all succeeded lost nothing even then; failing here would only make every replay fail again.
+    The warning names the options that split tablets, which make such batches fail whenever the later rows of a
+    tablet happen to be pushed first."""
     owners: dict[int, int] = {}
+    split: list[int] = []
     for task, message in enumerate(messages):
         if not isinstance(message, YtWriteCommit):
             continue
         for tablet in message.tablets:
-            if tablet in owners:
-                raise SchemaMismatchError(
-                    f"rows of source tablet {tablet} were written by tasks {owners[tablet]} and {task}: exactly-once "
-                    "writes through producer sessions need a one-to-one pipeline (no repartition or shuffle between "
-                    "the ytqueue source and this sink)"
+            if tablet in owners and tablet not in split:
+                split.append(tablet)
+                log.warning(
+                    "rows of source tablet %s were written by tasks %s and %s through producer sessions: nothing was "
+                    "lost, but such batches fail whenever the later task pushes first; do not combine this sink with "
+                    "maxRecordsPerPartition/minPartitions or a repartition",
+                    tablet,
+                    owners[tablet],
+                    task,
                 )
-            owners[tablet] = task
+            owners.setdefault(tablet, task)
+    return split
+
+
+def default_session_prefix(options: Options) -> str | None:
+    """The producer session prefix: ``producer_session_prefix`` if given, else one derived from the query's
+    ``checkpointLocation`` (or ``queryName``), which Spark passes to the sink's options and which stays the same
+    across restarts; ``None`` when neither is there (tasks then use the streaming query id, or ``spyt-queue`` in
+    batch writes)."""
+    explicit = options.get_str("producer_session_prefix")
+    if explicit:
+        return explicit
+    for option in ("checkpointLocation", "queryName"):
+        value = options.get_str(option)
+        if value:
+            key = value.rstrip("/") if option == "checkpointLocation" else value
+            return "spyt-" + hashlib.sha256(f"{option}:{key}".encode()).hexdigest()[:16]
+    return None
+
+
+def task_session_prefix(writer: YtTableWriter) -> str:
+    """The prefix a task uses: the writer's, else the streaming query id (stable across restarts with the same
+    checkpoint), else ``spyt-queue``."""
+    if writer.producer_session_prefix:
+        return writer.producer_session_prefix
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    query_id = context.getLocalProperty(QUERY_ID_PROPERTY) if context is not None else None
+    return f"spyt-{query_id}" if query_id else DEFAULT_SESSION_PREFIX
 
 
 def table_writer_from_options(options: Options, schema: StructType) -> YtTableWriter:
@@ -70,8 +112,9 @@ def table_writer_from_options(options: Options, schema: StructType) -> YtTableWr
         YtSchema.parse(attrs["schema"]),
         dyn_batch_size=batch_size or DEFAULT_DYN_BATCH_SIZE,
         producer_path=options.get_str("producer_path"),
-        # One session per source tablet: queries writing one target from different sources need distinct prefixes.
-        producer_session_prefix=options.get_str("producer_session_prefix", "spyt-queue") or "spyt-queue",
+        # One session per source tablet and query: two queries writing one target never share a session.
+        producer_session_prefix=default_session_prefix(options),
+        allow_gaps=options.get_bool("producer_allow_gaps", False),
     )
     if writer.producer_path:
         if writer.table.sorted:
@@ -90,7 +133,7 @@ def table_writer_from_options(options: Options, schema: StructType) -> YtTableWr
 
 
 def _commit(writer: YtTableWriter, iterator: Iterator[pa.RecordBatch]) -> YtWriteCommit:
-    stats = writer.write(iterator)
+    stats = writer.write(iterator, task_session_prefix(writer) if writer.producer_path else None)
     return YtWriteCommit(rows=stats.rows, skipped=stats.skipped, requests=stats.requests, tablets=stats.tablets)
 
 
@@ -105,7 +148,8 @@ class YtStreamWriter(DataSourceStreamArrowWriter):
         return _commit(self.writer, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """All rows are already written by the tasks; producer writes are checked for split source tablets."""
+        """All rows are already written by the tasks (producer pushes were checked by each task before pushing);
+        source tablets split across tasks are reported."""
         check_one_task_per_source_tablet(messages)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

@@ -4,10 +4,18 @@ Ordered tables get appends (a ``$tablet_index`` column picks the tablet), sorted
 ``insert_rows`` call of at most ``dyn_batch_size`` rows is its own atomic tablet transaction. With a
 ``producer_path``, rows go through a queue producer session per source tablet with the source row index as
 sequence number, so a replayed batch is skipped by YT itself (exactly-once into ordered tables).
+
+YT skips every row at or below a session's last sequence number, so a push that jumps ahead of the session
+would make the rows in between unwritable for good. Before pushing anything, each task therefore checks every
+source tablet it holds: its rows are contiguous, and they either continue the session (first new row = last + 1)
+or replay rows the session already wrote. Rows below the first row a session ever wrote (its ``origin``, kept
+in the session's ``user_meta``) were never written through it; they go through a session of their own,
+``<session>-before-<origin>``, so a fresh session opened by a tablet's later rows never loses the earlier ones.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,14 +43,23 @@ from pyspark.sql.types import (
 )
 from yt.wrapper import YtClient
 
-from spyt_queue.errors import BadRecordError, SchemaMismatchError
-from spyt_queue.yt.backend import YtConnection, is_transient_yt_error
+from spyt_queue.errors import BadRecordError, ProducerSequenceError, SchemaMismatchError
+from spyt_queue.yt.backend import YtConnection, has_code, is_transient_yt_error
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
 
 log = logging.getLogger("spyt_queue.write")
 
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 _WIDTH = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
+ZOMBIE_EPOCH = 3102  # a newer create_queue_producer_session of the same session fenced this one off
+DEFAULT_SESSION_PREFIX = "spyt-queue"
+_MAX_SESSION_DEPTH = 64
+_SPLIT_HINT = (
+    "exactly-once writes through producer sessions need each source tablet's rows of a micro-batch in one task, "
+    "so do not combine this sink with the source options maxRecordsPerPartition/minPartitions or a "
+    "repartition/shuffle before it; if the gap is expected (a filter, rows trimmed with failOnDataLoss=false, a "
+    "consumer moved ahead), set producer_allow_gaps=true"
+)
 _YT_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 
 
@@ -125,6 +142,25 @@ def encode_yt_decimal(value: Decimal, precision: int, scale: int) -> bytes:
 
 
 @dataclass
+class _Push:
+    """Rows of one source tablet to push through one producer session (planned before anything is pushed)."""
+
+    tablet: int
+    session: str
+    epoch: int
+    rows: list[tuple[int, dict[str, Any]]]
+    user_meta: dict[str, Any] | None
+
+
+def _origin(user_meta: Any) -> int | None:
+    """The first sequence number a session ever wrote, as recorded by this writer in its ``user_meta``."""
+    if not isinstance(user_meta, dict):
+        return None
+    value = user_meta.get("origin", user_meta.get(b"origin"))
+    return None if value is None else int(value)
+
+
+@dataclass
 class WriteStats:
     """Rows written by one task, per target."""
 
@@ -144,15 +180,20 @@ class YtTableWriter:
         table: YtSchema,
         dyn_batch_size: int = 50_000,
         producer_path: str | None = None,
-        producer_session_prefix: str = "spyt-queue",
+        producer_session_prefix: str | None = DEFAULT_SESSION_PREFIX,
         keep_service_columns: bool | None = None,
+        allow_gaps: bool = False,
     ) -> None:
+        """``producer_session_prefix`` None means: chosen per task by the caller of :meth:`write`;
+        ``allow_gaps`` lets producer pushes skip source rows (filters, trimmed rows), at the price that rows of a
+        source tablet split across tasks can then be lost."""
         self.connection = connection
         self.path = path
         self.table = table
         self.dyn_batch_size = dyn_batch_size
         self.producer_path = producer_path
         self.producer_session_prefix = producer_session_prefix
+        self.allow_gaps = allow_gaps
         in_table = table.column(SERVICE_TABLET_COLUMN) is not None
         self.keep_service_columns = in_table if keep_service_columns is None else keep_service_columns
 
@@ -205,11 +246,13 @@ class YtTableWriter:
         return values
 
     # -- writing -------------------------------------------------------------------------------------------
-    def write(self, batches: Iterator[pa.RecordBatch]) -> WriteStats:
-        """Write every batch; with a producer, through per-source-tablet producer sessions."""
+    def write(self, batches: Iterator[pa.RecordBatch], session_prefix: str | None = None) -> WriteStats:
+        """Write every batch; with a producer, through per-source-tablet producer sessions named
+        ``<prefix>-<tablet>`` (``session_prefix`` when given, else the writer's, else ``spyt-queue``)."""
         stats = WriteStats()
         if self.producer_path:
-            self._write_through_producer(batches, stats)
+            prefix = session_prefix or self.producer_session_prefix or DEFAULT_SESSION_PREFIX
+            self._write_through_producer(batches, stats, prefix)
             return stats
         pending: list[dict[str, Any]] = []
         for batch in batches:
@@ -237,7 +280,7 @@ class YtTableWriter:
         stats.rows += len(rows)
         stats.requests += 1
 
-    def _write_through_producer(self, batches: Iterator[pa.RecordBatch], stats: WriteStats) -> None:
+    def _write_through_producer(self, batches: Iterator[pa.RecordBatch], stats: WriteStats, prefix: str) -> None:
         by_tablet: dict[int, list[tuple[int, dict[str, Any]]]] = {}
         for batch in batches:
             names = batch.schema.names
@@ -251,17 +294,85 @@ class YtTableWriter:
             rows = self._prepare(self._drop(batch))
             for tablet, index, row in zip(tablets, indexes, rows, strict=True):
                 by_tablet.setdefault(int(tablet), []).append((int(index), row))
+        # Check every tablet against its session before pushing anything: a refused task writes nothing.
+        plan: list[_Push] = []
         for tablet, items in sorted(by_tablet.items()):
             items.sort(key=lambda item: item[0])
-            session = f"{self.producer_session_prefix}-{tablet}"
-            info = self.client.create_queue_producer_session(self.producer_path, self.path, session)
-            epoch = int(info["epoch"])
-            for first in range(0, len(items), self.dyn_batch_size):
-                chunk = items[first : first + self.dyn_batch_size]
-                rows = [{**row, "$sequence_number": index} for index, row in chunk]
-                result = self.client.push_queue_producer(self.producer_path, self.path, session, epoch, rows)
-                skipped = int(result.get("skipped_row_count", 0)) if isinstance(result, dict) else 0
-                stats.skipped += skipped
-                stats.rows += len(rows) - skipped
-                stats.requests += 1
+            self._check_task_rows(tablet, items)
+            plan.extend(self._plan(tablet, items, f"{prefix}-{tablet}", 0))
+        for push in plan:
+            self._push(push, stats)
+        for tablet, items in by_tablet.items():
             stats.tablets[tablet] = (items[0][0], items[-1][0])
+
+    def _check_task_rows(self, tablet: int, items: list[tuple[int, dict[str, Any]]]) -> None:
+        """A tablet's rows in one task: no source row twice, and contiguous unless gaps are allowed."""
+        for (previous, _), (index, _) in itertools.pairwise(items):
+            if index == previous:
+                raise ProducerSequenceError(
+                    f"Exactly-once write into {self.path} refused: row {index} of source tablet {tablet} appears "
+                    "twice in this task; producer sessions need a one-to-one pipeline (no explode, join or union "
+                    "multiplying rows). Nothing was written by this task."
+                )
+            if index != previous + 1 and not self.allow_gaps:
+                raise ProducerSequenceError(
+                    f"Exactly-once write into {self.path} refused for source tablet {tablet}: expected row "
+                    f"{previous + 1} after row {previous} in this task, found row {index}; the rows in between are "
+                    f"in another task or missing, and YT would skip them for good once this task pushed: "
+                    f"{_SPLIT_HINT}. Nothing was written by this task."
+                )
+
+    def _plan(self, tablet: int, items: list[tuple[int, dict[str, Any]]], session: str, depth: int) -> list[_Push]:
+        """Open ``session`` and decide what to push through it; raise before any push if rows would be lost."""
+        if depth > _MAX_SESSION_DEPTH:
+            raise ProducerSequenceError(
+                f"Exactly-once write into {self.path} refused for source tablet {tablet}: more than "
+                f"{_MAX_SESSION_DEPTH} nested producer sessions below {session!r}: {_SPLIT_HINT}"
+            )
+        info = self.client.create_queue_producer_session(self.producer_path, self.path, session)
+        epoch, last = int(info["epoch"]), int(info.get("sequence_number", -1))
+        if last < 0:
+            # A fresh session has no sequence yet: the query may start anywhere (its consumer's position), so the
+            # first push is trusted; its first row is recorded so rows below it are never taken for replays.
+            return [_Push(tablet, session, epoch, items, {"origin": items[0][0]})]
+        origin = _origin(info.get("user_meta"))
+        below = [item for item in items if origin is not None and item[0] < origin]
+        rest = items[len(below) :]
+        plan: list[_Push] = []
+        if below:
+            assert origin is not None
+            plan.extend(self._plan(tablet, below, f"{session}-before-{origin}", depth + 1))
+        if rest:
+            new = [index for index, _ in rest if index > last]
+            if new and new[0] != last + 1 and not self.allow_gaps:
+                raise ProducerSequenceError(
+                    f"Exactly-once write into {self.path} refused for source tablet {tablet}: expected row "
+                    f"{last + 1} (producer session {session!r} last wrote row {last}) but found row {new[0]} as "
+                    f"this task's first new row; the rows in between are in another task that has not written them "
+                    f"yet, and YT would skip them for good once this task pushed: {_SPLIT_HINT}. Nothing was "
+                    f"written by this task."
+                )
+            plan.append(_Push(tablet, session, epoch, rest, None))
+        return plan
+
+    def _push(self, push: _Push, stats: WriteStats) -> None:
+        for first in range(0, len(push.rows), self.dyn_batch_size):
+            chunk = push.rows[first : first + self.dyn_batch_size]
+            rows = [{**row, "$sequence_number": index} for index, row in chunk]
+            meta = push.user_meta if first == 0 else None
+            try:
+                result = self.client.push_queue_producer(
+                    self.producer_path, self.path, push.session, push.epoch, rows, user_meta=meta
+                )
+            except Exception as error:
+                if has_code(error, ZOMBIE_EPOCH):
+                    raise ProducerSequenceError(
+                        f"Exactly-once write into {self.path} stopped for source tablet {push.tablet}: another task "
+                        f"opened producer session {push.session!r} while this one was pushing (rows it pushed "
+                        f"before row {chunk[0][0]} stay written; a replay continues after them): {_SPLIT_HINT}"
+                    ) from error
+                raise
+            skipped = int(result.get("skipped_row_count", 0)) if isinstance(result, dict) else 0
+            stats.skipped += skipped
+            stats.rows += len(rows) - skipped
+            stats.requests += 1
