@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.errors import ConsumerConflictError, SpytQueueError
-from spyt_queue.kafka.clients import admin_client, pooled_consumer
+from spyt_queue.kafka.clients import READ_COMMITTED, admin_client, isolation_level, pooled_consumer
 from spyt_queue.kafka.options import Subscription
 from spyt_queue.offsets import sorted_partitions
 
@@ -125,6 +125,7 @@ class KafkaBackend(QueueBackend):
         consume_batch: int = 10_000,
     ) -> None:
         self.config = {k: v for k, v in config.items() if k != "group.id"}
+        self.isolation_level = isolation_level(self.config)  # validated here, at load(), for bounds and reads
         self.subscription = subscription
         self.group_id = group_id
         self.include_headers = include_headers
@@ -152,8 +153,9 @@ class KafkaBackend(QueueBackend):
 
     @property
     def read_committed(self) -> bool:
-        """Whether ``kafka.isolation.level=read_committed`` (bounds then use the last stable offset)."""
-        return str(self.config.get("isolation.level", "")).lower() == "read_committed"
+        """Whether ``kafka.isolation.level=read_committed``: bounds stop at the last stable offset and reads skip
+        aborted records; otherwise (the default, as in Spark) both go to the high watermark."""
+        return self.isolation_level == READ_COMMITTED
 
     # -- driver side -----------------------------------------------------------------------------------------
     def partitions(self) -> list[str]:
@@ -220,17 +222,31 @@ class KafkaBackend(QueueBackend):
         }
 
     def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Commit ``new`` to the group after checking it still holds ``old``.
+        """Commit every partition of ``new`` to the group after checking it still holds ``old``.
 
-        Kafka has no compare-and-set on group offsets: the check and the commit are two requests, so this
-        detects another query's progress between batches, not within the few milliseconds in between.
+        ``new`` holds every partition of the committed target, unchanged ones too: recommitting them keeps the
+        broker from expiring an idle partition's offset (``offsets.retention.minutes`` counts from its last
+        commit). A partition found without an offset where ``old`` had one has expired, which is not another
+        consumer's progress: it is logged and committed again. Kafka has no compare-and-set on group offsets:
+        the check and the commit are two requests, so this detects another query's progress between batches,
+        not within the few milliseconds in between.
         """
+        if not new:
+            return
         current = self.committed()
-        moved = {k: current.get(k) for k in new if current.get(k) != old.get(k)}
+        expired = sorted_partitions(k for k in new if current.get(k) is None and old.get(k) is not None)
+        moved = {k: current.get(k) for k in new if current.get(k) != old.get(k) and k not in expired}
         if moved:
             raise ConsumerConflictError(
                 f"Consumer group {self.group_id} was moved by someone else (expected {dict(old)}, found {moved}): "
                 "another query or consumer uses the same group.id"
+            )
+        if expired:
+            log.warning(
+                "committed offsets of group %s expired on the broker (offsets.retention.minutes) for %s; "
+                "committing them again",
+                self.group_id,
+                ", ".join(f"{self.describe(k)} (was {old[k]})" for k in expired),
             )
         request = ConsumerGroupTopicPartitions(
             self.group_id, [TopicPartition(*split_key(k), int(v)) for k, v in new.items()]

@@ -1,20 +1,31 @@
-"""Per-process pools of Kafka clients: Python workers are reused across tasks, so executors keep consumers
-(keyed by configuration) instead of connecting for every range, like Spark's ``KafkaDataConsumer`` pool."""
+"""Per-process pools of Kafka clients: Python workers are reused across tasks, so executors keep consumers and
+producers (keyed by configuration) instead of connecting for every task, like Spark's ``KafkaDataConsumer`` and
+``CachedKafkaProducer`` pools."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient
+
+from spyt_queue.errors import OptionError
+
+log = logging.getLogger("spyt_queue.kafka")
 
 _ADMINS: dict[str, AdminClient] = {}
 _IDLE_CONSUMERS: dict[str, list[Consumer]] = {}
+_PRODUCERS: dict[str, Producer] = {}
+_POISONED: set[int] = set()  # ids of pooled producers that reported a fatal error
 _LOCK = threading.Lock()
+
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
 
 
 def _key(config: Mapping[str, Any]) -> str:
@@ -32,8 +43,18 @@ def admin_client(config: Mapping[str, Any]) -> AdminClient:
         return admin
 
 
+def isolation_level(config: Mapping[str, Any]) -> str:
+    """``kafka.isolation.level``: ``read_uncommitted`` (the default of Spark's Kafka source and of the Java
+    client) or ``read_committed``. Bounds (``list_offsets``) and reads always use this one level."""
+    level = str(config.get("isolation.level") or READ_UNCOMMITTED).strip().lower()
+    if level not in (READ_UNCOMMITTED, READ_COMMITTED):
+        raise OptionError("kafka.isolation.level", f"must be read_uncommitted or read_committed, got {level!r}")
+    return level
+
+
 def consumer_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Settings of a reading consumer: assigned partitions only, no auto-commit, EOF events, reset = error."""
+    """Settings of a reading consumer: assigned partitions only, no auto-commit, EOF events, reset = error, and
+    the query's isolation level (librdkafka would default to read_committed, unlike the bounds and Spark)."""
     settings = {
         # Larger fetches than librdkafka's 1 MB per partition: an executor reads one partition at a time.
         "max.partition.fetch.bytes": 8 * 1024 * 1024,
@@ -43,6 +64,7 @@ def consumer_config(config: Mapping[str, Any]) -> dict[str, Any]:
     settings.pop("group.id", None)
     settings.update(
         {
+            "isolation.level": isolation_level(config),
             # A private group id: librdkafka needs one, and reading must never touch the committing group.
             "group.id": f"spyt-queue-reader-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
@@ -79,11 +101,76 @@ def pooled_consumer(config: Mapping[str, Any]) -> Iterator[Consumer]:
             consumer.close()
 
 
+def _on_producer_error(producer_id: list[int]) -> Any:
+    """An ``error_cb`` marking the producer as poisoned when librdkafka reports a fatal error."""
+
+    def on_error(error: KafkaError) -> None:
+        if error.fatal() and producer_id:
+            with _LOCK:
+                _POISONED.add(producer_id[0])
+        log.warning("Kafka producer error: %s", error)
+
+    return on_error
+
+
+@contextmanager
+def pooled_producer(config: Mapping[str, Any]) -> Iterator[Producer]:
+    """Use this process's producer for ``config``; it stays pooled for the next task only if the block ends
+    without an exception and librdkafka reported no fatal error. Otherwise it is evicted and closed (a fatal
+    error, e.g. a broken idempotence guarantee, makes a producer refuse every later record)."""
+    key = _key(config)
+    with _LOCK:
+        producer = _PRODUCERS.get(key)
+        if producer is not None and id(producer) in _POISONED:
+            _PRODUCERS.pop(key)
+            stale: Producer | None = producer
+            producer = None
+        else:
+            stale = None
+    if stale is not None:
+        _discard_producer(stale)
+    if producer is None:
+        holder: list[int] = []
+        producer = Producer({**config, "error_cb": _on_producer_error(holder)})
+        holder.append(id(producer))
+        with _LOCK:
+            _PRODUCERS[key] = producer
+    try:
+        yield producer
+    except BaseException:
+        with _LOCK:
+            if _PRODUCERS.get(key) is producer:
+                _PRODUCERS.pop(key)
+        _discard_producer(producer)
+        raise
+
+
+def _discard_producer(producer: Producer) -> None:
+    """Drop what a broken producer still holds and close it (never raises)."""
+    with _LOCK:
+        _POISONED.discard(id(producer))
+    try:
+        producer.purge()
+        producer.close(timeout=5)
+    except Exception as error:  # a fatal or closed producer may refuse even this
+        log.debug("closing a discarded Kafka producer failed: %s", error)
+
+
 def close_all() -> None:
-    """Close every pooled consumer and drop the admin clients of this process (e.g. before a broker goes away)."""
+    """Close every pooled consumer and producer and drop the admin clients of this process (e.g. before a
+    broker goes away). Producers are flushed first (for up to 10 s)."""
     with _LOCK:
         consumers = [c for idle in _IDLE_CONSUMERS.values() for c in idle]
+        producers = list(_PRODUCERS.values())
         _IDLE_CONSUMERS.clear()
+        _PRODUCERS.clear()
+        _POISONED.clear()
         _ADMINS.clear()
     for consumer in consumers:
         consumer.close()
+    for producer in producers:
+        try:
+            producer.flush(10)
+            producer.close(timeout=5)
+        except Exception as error:
+            log.warning("closing a Kafka producer failed: %s", error)

@@ -1,35 +1,38 @@
 """Writing to Kafka: ``value`` and optional ``key``, ``headers``, ``topic``, ``partition`` columns, through an
 idempotent producer. Every task flushes before it reports success and any delivery error fails the batch, so
-nothing is lost silently (Kafka's own sink semantics: at-least-once)."""
+nothing is lost silently (Kafka's own sink semantics: at-least-once). Keyed records go to the partition Java
+clients and Spark's Kafka sink choose (murmur2 of the key), so both sinks can feed one keyed topic."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaException
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
+from spyt_queue.kafka.clients import pooled_producer
 from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS
 from spyt_queue.options import Options
 
-_PRODUCERS: dict[str, Producer] = {}
-_LOCK = threading.Lock()
+#: librdkafka's partitioner matching the Java client's default for keyed records (murmur2 of the key); records
+#: without a key are spread at random (Java sticks to one partition per batch: both are valid spreads).
+JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"
 
 
-def _producer(config: dict[str, Any]) -> Producer:
-    key = repr(sorted((k, str(v)) for k, v in config.items()))
-    with _LOCK:
-        producer = _PRODUCERS.get(key)
-        if producer is None:
-            producer = Producer(config)
-            _PRODUCERS[key] = producer
-        return producer
+def _kafka_cause(error: BaseException) -> BaseException:
+    """The KafkaException behind ``error`` if there is one: confluent-kafka reports a fatal error raised while
+    serving callbacks as a ``SystemError`` whose context is the real error."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, KafkaException):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return error
 
 
 def check_kafka_schema(schema: StructType, default_topic: str | None) -> None:
@@ -68,14 +71,33 @@ class KafkaRecordWriter:
         self.default_topic = default_topic
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:
-        """Produce every row, flush, and raise on the first delivery error."""
-        producer = _producer(self.config)
+        """Produce every row, flush, and raise on the first delivery error.
+
+        The producer is this process's pooled one; any error evicts it from the pool, so a producer a fatal
+        error poisoned never serves the next task."""
         errors: list[str] = []
 
         def delivered(error: Any, message: Any) -> None:
             if error is not None:
                 errors.append(f"{message.topic()}[{message.partition()}]: {error}")
 
+        with pooled_producer(self.config) as producer:
+            try:
+                count = self._produce_all(producer, batches, delivered, errors)
+                remaining = producer.flush(60)
+            except BadRecordError:
+                raise
+            except Exception as error:
+                if errors:
+                    raise BadRecordError(f"record delivery failed: {errors[0]}") from error
+                raise BadRecordError(f"the Kafka producer failed: {_kafka_cause(error)}") from error
+            if errors:
+                raise BadRecordError(f"{len(errors)} record(s) failed delivery, first: {errors[0]}")
+            if remaining:
+                raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")
+        return KafkaWriteCommit(records=count)
+
+    def _produce_all(self, producer: Any, batches: Iterator[pa.RecordBatch], delivered: Any, errors: list[str]) -> int:
         count = 0
         for batch in batches:
             for row in batch.to_pylist():
@@ -97,16 +119,11 @@ class KafkaRecordWriter:
                         raise BadRecordError(f"could not produce record to {topic}: {error}") from error
                 count += 1
                 if errors:
-                    break
+                    return count
             producer.poll(0)
             if errors:
-                break
-        remaining = producer.flush(60)
-        if remaining:
-            raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")
-        if errors:
-            raise BadRecordError(f"{len(errors)} record(s) failed delivery, first: {errors[0]}")
-        return KafkaWriteCommit(records=count)
+                return count
+        return count
 
 
 def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
@@ -118,6 +135,7 @@ def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
             raise OptionError(f"kafka.{key}", f"is not supported: {FORBIDDEN_KAFKA_KEYS[key]}")
     config.setdefault("enable.idempotence", True)
     config.setdefault("acks", "all")
+    config.setdefault("partitioner", JAVA_COMPATIBLE_PARTITIONER)
     default_topic = options.get_str("topic")
     check_kafka_schema(schema, default_topic)
     return KafkaRecordWriter(config, default_topic)

@@ -21,10 +21,11 @@ class Topic:
     name: str = field(default_factory=lambda: f"t-{uuid.uuid4().hex[:10]}")
     group: str = field(default_factory=lambda: f"g-{uuid.uuid4().hex[:10]}")
     next_id: int = 0
+    config: dict[str, str] = field(default_factory=dict)  # topic configs, e.g. {"max.message.bytes": "1000"}
 
     def __post_init__(self) -> None:
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        self.admin.create_topics([NewTopic(self.name, self.partitions, 1)])[self.name].result(30)
+        self.admin.create_topics([NewTopic(self.name, self.partitions, 1, config=self.config)])[self.name].result(30)
         self.wait_partitions(self.partitions)
 
     def wait_partitions(self, total: int) -> None:
@@ -129,3 +130,57 @@ def run_to_files(
 def ids_in(spark: Any, path: str) -> list[int]:
     """Ids (record values) written to a parquet output directory, duplicates included."""
     return sorted(int(r.value) for r in spark.read.parquet(path).collect())
+
+
+def produce_transaction(topic: Topic, count: int, outcome: str, partition: int = 0) -> tuple[list[int], Any]:
+    """Produce ``count`` fresh ids to ``partition`` in one producer transaction, then ``outcome`` it:
+    ``"commit"``, ``"abort"`` or ``"open"`` (left running). Returns the ids and the transactional producer."""
+    producer = Producer({"bootstrap.servers": topic.bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    ids = []
+    for _ in range(count):
+        ids.append(topic.next_id)
+        producer.produce(topic.name, value=str(topic.next_id).encode(), partition=partition)
+        topic.next_id += 1
+    assert producer.flush(30) == 0
+    if outcome == "commit":
+        producer.commit_transaction(30)
+    elif outcome == "abort":
+        producer.abort_transaction(30)
+    else:
+        assert outcome == "open", outcome
+    return ids, producer
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (the Java client's default partitioner hash), as a signed 32-bit int."""
+    seed, m, r = 0x9747B28C, 0x5BD1E995, 24
+    mask = 0xFFFFFFFF
+    length = len(data)
+    h = (seed ^ length) & mask
+    whole = length - length % 4
+    for i in range(0, whole, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> r
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    tail = data[whole:]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def java_partition(key: bytes, partitions: int) -> int:
+    """The partition Java's default partitioner (and Spark's Kafka sink) picks for a keyed record."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
