@@ -1,0 +1,44 @@
+"""The interface every offset store implements, shared by the committer and ``ytqueue status``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+
+
+class OffsetStore(ABC):
+    """Committed positions (the next unread row per partition) of one source for one group.
+
+    The contract (checked by ``tests/stores/``, run against each store's real server):
+
+    * :meth:`committed` returns what is stored; partitions never committed are absent (or ``None``).
+    * :meth:`advance` moves every partition of ``new`` from its value in ``old`` (``None`` = not committed yet)
+      atomically: all partitions move or none does. If any stored value differs from ``old`` it raises
+      :class:`~spyt_queue.errors.ConsumerConflictError` and changes nothing. ``new`` may hold partitions
+      whose value does not change (``old[k] == new[k]``): a store whose entries expire when not rewritten
+      rewrites them, others may skip them.
+    * Transient failures (network, leader moves, lock conflicts) raise errors for which :meth:`is_transient` is
+      true; the caller retries, and a retry after a lost response finds ``new`` already stored.
+    * Stores for different groups (or different sources) on one server never see each other's positions.
+    * Unreadable content (garbage written by someone else) raises :class:`~spyt_queue.errors.SpytQueueError`
+      naming the place.
+    """
+
+    @abstractmethod
+    def committed(self) -> dict[str, int | None]:
+        """The committed position per partition key; partitions without one may be absent or ``None``."""
+
+    @abstractmethod
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+        """Atomically move the positions from ``old`` to ``new`` (compare-and-set across partitions)."""
+
+    @abstractmethod
+    def is_transient(self, error: BaseException) -> bool:
+        """Whether ``error`` is worth retrying."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the positions live, for messages and ``ytqueue status`` (e.g. ``zookeeper://h:2181/root``)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections (stores are created per query on the driver)."""
