@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs what the local Kafka broker (integration/kafka_broker.py) and the Spark-Kafka benchmark need:
-# Apache Kafka's runtime jars and Spark's spark-sql-kafka-0-10 jars, resolved by Maven from Maven Central
-# into integration/target/{kafka-libs,spark-kafka-libs}.
+# Installs what the local Kafka broker (integration/kafka_broker.py), the local ZooKeeper
+# (integration/zookeeper.py) and the Spark-Kafka benchmark need: Apache Kafka's runtime jars, Apache ZooKeeper's
+# jars and Spark's spark-sql-kafka-0-10 jars, resolved by Maven from Maven Central into
+# integration/target/{kafka-libs,zookeeper-libs,spark-kafka-libs}.
 #
-#   integration/install.sh               # both jar sets
-#   integration/install.sh --kafka-only  # just the broker
-#   integration/install.sh --force       # resolve again even if up to date
+#   integration/install.sh                   # all three jar sets
+#   integration/install.sh --kafka-only      # just the broker
+#   integration/install.sh --zookeeper-only  # just ZooKeeper
+#   integration/install.sh --force           # resolve again even if up to date
 #
 # Idempotent: a set whose stamp matches pom.xml is left alone (a no-op run takes well under a second).
 # Works offline once ~/.m2 holds the artifacts (Maven is tried with -o first).
@@ -19,12 +21,14 @@ TARGET="$HERE/target"
 LOG="$TARGET/install.log"
 
 KAFKA_ONLY=0
+ZOOKEEPER_ONLY=0
 FORCE=0
 for arg in "$@"; do
   case "$arg" in
     --kafka-only) KAFKA_ONLY=1 ;;
+    --zookeeper-only) ZOOKEEPER_ONLY=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -110,14 +114,31 @@ resolve() {
   say "$name: $(ls "$dir"/*.jar | wc -l) jars, $(du -sh "$dir" | cut -f1) in ${dir#"$HERE"/} ($((SECONDS - t0))s)"
 }
 
-resolve "Kafka broker" "$TARGET/kafka-libs" -P kafka
+if [ "$ZOOKEEPER_ONLY" = 0 ]; then
+  resolve "Kafka broker" "$TARGET/kafka-libs" -P kafka
+fi
 if [ "$KAFKA_ONLY" = 0 ]; then
+  resolve "ZooKeeper" "$TARGET/zookeeper-libs" -P zookeeper
+fi
+if [ "$KAFKA_ONLY" = 0 ] && [ "$ZOOKEEPER_ONLY" = 0 ]; then
   resolve "Spark Kafka source" "$TARGET/spark-kafka-libs" -P spark-kafka
 fi
 
 # ------------------------------------------------------------------------------------------ smoke check
-CORE="$(ls "$TARGET"/kafka-libs/kafka_2.13-*.jar 2>/dev/null | head -n1)"
-[ -n "$CORE" ] || die "kafka_2.13 jar missing from $TARGET/kafka-libs"
-VERSION="$("$JAVA" -Xmx128m -cp "$TARGET/kafka-libs/*" kafka.Kafka --version 2>>"$LOG" | tail -n1)" \
-  || die "the Kafka jars do not run (java -cp ... kafka.Kafka --version failed; log: $LOG)"
-say "done: Apache Kafka $VERSION ready; start one with: python integration/kafka_broker.py --port 9092"
+if [ "$ZOOKEEPER_ONLY" = 0 ]; then
+  CORE="$(ls "$TARGET"/kafka-libs/kafka_2.13-*.jar 2>/dev/null | head -n1)"
+  [ -n "$CORE" ] || die "kafka_2.13 jar missing from $TARGET/kafka-libs"
+  VERSION="$("$JAVA" -Xmx128m -cp "$TARGET/kafka-libs/*" kafka.Kafka --version 2>>"$LOG" | tail -n1)" \
+    || die "the Kafka jars do not run (java -cp ... kafka.Kafka --version failed; log: $LOG)"
+  say "done: Apache Kafka $VERSION ready; start one with: python integration/kafka_broker.py --port 9092"
+fi
+if [ "$KAFKA_ONLY" = 0 ]; then
+  ZK="$TARGET/zookeeper-libs"
+  # The two "provided" jars whose absence fails quietly at run time (see integration/README.md).
+  for jar in zookeeper-3 metrics-core- snappy-java- logback-classic-; do
+    compgen -G "$ZK/$jar*.jar" >/dev/null || die "$jar*.jar missing from $ZK (run with --force)"
+  done
+  ZK_VERSION="$("$JAVA" -Xmx64m -cp "$ZK/*" org.apache.zookeeper.version.VersionInfoMain 2>>"$LOG" | tail -n1)" \
+    || die "the ZooKeeper jars do not run (java -cp ... VersionInfoMain failed; log: $LOG)"
+  say "done: $ZK_VERSION ready; start one with: python -m integration.zookeeper --port 2181"
+fi
