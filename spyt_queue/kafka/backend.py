@@ -211,15 +211,23 @@ class KafkaBackend(QueueBackend):
         return with_retries(self._committed, "list_consumer_group_offsets")
 
     def _committed(self) -> dict[str, int | None]:
+        """The group's offsets, fetched by a consumer of the group that never joins it.
+
+        Not through ``AdminClient.list_consumer_group_offsets``: librdkafka (2.16 included) crashes the process
+        when that request meets a coordinator still loading the group (a NULL consumer-group handle in
+        ``rd_kafka_handle_OffsetFetch``), which happens on the first query of a group on a fresh broker and
+        killed Spark's Python source process (``java.io.EOFException`` in ``initialOffset``).
+        """
         keys = self.partitions()
         if not keys:
             return {}
-        request = ConsumerGroupTopicPartitions(self.group_id, [TopicPartition(*split_key(k)) for k in keys])
-        futures = self.admin.list_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
-        answer = _result(futures[self.group_id], "list_consumer_group_offsets", self.request_timeout_s)
-        return {
-            f"{tp.topic}:{tp.partition}": (int(tp.offset) if tp.offset >= 0 else None) for tp in answer.topic_partitions
-        }
+        request = [TopicPartition(*split_key(k)) for k in keys]
+        with pooled_consumer(self.config, group_id=self.group_id) as consumer:
+            answer = consumer.committed(request, timeout=self.request_timeout_s)
+        failed = [tp for tp in answer if tp.error is not None]
+        if failed:
+            raise KafkaException(failed[0].error)
+        return {f"{tp.topic}:{tp.partition}": (int(tp.offset) if tp.offset >= 0 else None) for tp in answer}
 
     def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
         """Commit every partition of ``new`` to the group after checking it still holds ``old``.

@@ -52,9 +52,12 @@ def isolation_level(config: Mapping[str, Any]) -> str:
     return level
 
 
-def consumer_config(config: Mapping[str, Any]) -> dict[str, Any]:
+def consumer_config(config: Mapping[str, Any], group_id: str | None = None) -> dict[str, Any]:
     """Settings of a reading consumer: assigned partitions only, no auto-commit, EOF events, reset = error, and
-    the query's isolation level (librdkafka would default to read_committed, unlike the bounds and Spark)."""
+    the query's isolation level (librdkafka would default to read_committed, unlike the bounds and Spark).
+
+    ``group_id`` names the group whose committed offsets the consumer looks up; it never subscribes, so it never
+    joins that group. Without it the consumer gets a private group id."""
     settings = {
         # Larger fetches than librdkafka's 1 MB per partition: an executor reads one partition at a time.
         "max.partition.fetch.bytes": 8 * 1024 * 1024,
@@ -66,7 +69,7 @@ def consumer_config(config: Mapping[str, Any]) -> dict[str, Any]:
         {
             "isolation.level": isolation_level(config),
             # A private group id: librdkafka needs one, and reading must never touch the committing group.
-            "group.id": f"spyt-queue-reader-{uuid.uuid4().hex}",
+            "group.id": group_id or f"spyt-queue-reader-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
             "enable.partition.eof": True,
@@ -77,14 +80,15 @@ def consumer_config(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @contextmanager
-def pooled_consumer(config: Mapping[str, Any]) -> Iterator[Consumer]:
-    """Borrow a consumer for ``config`` from this process's pool, returning it (unassigned) afterwards."""
-    key = _key(config)
+def pooled_consumer(config: Mapping[str, Any], group_id: str | None = None) -> Iterator[Consumer]:
+    """Borrow a consumer for ``config`` (and ``group_id``, see :func:`consumer_config`) from this process's pool,
+    returning it (unassigned) afterwards."""
+    key = _key({**config, "group.id": group_id or ""})
     with _LOCK:
         idle = _IDLE_CONSUMERS.setdefault(key, [])
         consumer = idle.pop() if idle else None
     if consumer is None:
-        consumer = Consumer(consumer_config(config))
+        consumer = Consumer(consumer_config(config, group_id))
     healthy = False
     try:
         yield consumer

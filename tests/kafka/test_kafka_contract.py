@@ -226,3 +226,41 @@ def test_close_all_closes_pooled_producers(kafka_bootstrap, tmp_path) -> None:
     assert clients._PRODUCERS == {}
     with pytest.raises(RuntimeError):
         pooled[0].produce(target.name, value=b"b")
+
+
+# -- the first look at a group on a fresh broker -------------------------------------------------------------
+
+_FIRST_LOOK = """
+import sys
+from spyt_queue.kafka.options import kafka_backend_from_options
+from spyt_queue.options import Options
+
+options = {"kafka.bootstrap.servers": sys.argv[1], "subscribe": sys.argv[2], "kafka.group.id": "fresh-group"}
+backend = kafka_backend_from_options(Options(options))
+print(backend.bounds(), flush=True)
+print(backend.committed(), flush=True)
+"""
+
+
+def test_first_committed_lookup_on_a_fresh_broker_does_not_crash(kafka_broker, tmp_path) -> None:
+    """librdkafka's admin OffsetFetch dereferences a NULL group handle when the coordinator is still loading the
+    offsets topic, killing the process: the cause of Spark's rare ``java.io.EOFException`` in ``initialOffset``
+    of a new stream. The lookup runs in a child process so that a crash fails this test, not the session."""
+    import subprocess
+    import sys
+
+    from integration.kafka_broker import KafkaBroker
+
+    for _attempt in range(3):  # the window is short: before the fix most fresh brokers, not all, crashed it
+        with KafkaBroker() as broker:
+            topic = Topic(broker.bootstrap_servers, str(tmp_path / f"checkpoint-{_attempt}"), partitions=1)
+            topic.produce(3)
+            result = subprocess.run(
+                [sys.executable, "-c", _FIRST_LOOK, broker.bootstrap_servers, topic.name],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+        assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+        assert result.stdout.splitlines()[-1] == repr({f"{topic.name}:0": None}), result.stdout
