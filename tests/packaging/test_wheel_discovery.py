@@ -32,10 +32,13 @@ REPO = Path(__file__).resolve().parents[2]
 # lists, whether Spark registered each hook's source, where spyt_queue was imported from, and the rows read.
 SCRIPT = textwrap.dedent(
     """
-    import importlib, json, pkgutil, sys
+    import importlib, json, os, pkgutil, sys
+
+    proxy, queue, mode = sys.argv[1:4]
+    if mode == "notebook":  # the README's notebook recipe: name the workers' interpreter before the session starts
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    proxy, queue = sys.argv[1:3]
     spark = (SparkSession.builder.master("local[1]").appName("ytqueue-discovery")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1").getOrCreate())
     try:
@@ -74,27 +77,40 @@ _NOT_SOURCES = shutil.ignore_patterns(
 )
 
 
-def _clean_env(python: Path) -> dict[str, str]:
-    """The environment of a user who runs ``python`` directly: its Spark workers use it, nothing else on the path."""
+def _clean_env(python: Path, shell_vars: bool = True) -> dict[str, str]:
+    """The environment of a user running ``python`` directly, with nothing of this repository or test session.
+
+    With ``shell_vars`` the shell names ``python`` in ``PYSPARK_PYTHON``/``PYSPARK_DRIVER_PYTHON``; without, no
+    ``PYSPARK_*`` variable is set and ``python``'s directory is off ``PATH``, as for a Jupyter kernel started by a
+    server from another environment (then ``python3`` on ``PATH`` is some other interpreter).
+    """
     env = {
         key: value
         for key, value in os.environ.items()
         if key not in ("PYTHONPATH", "PYTHONHOME", "SPARK_HOME", "VIRTUAL_ENV") and not key.startswith("PYSPARK_")
     }
-    env["PYSPARK_PYTHON"] = str(python)
-    env["PYSPARK_DRIVER_PYTHON"] = str(python)
+    if shell_vars:
+        env["PYSPARK_PYTHON"] = str(python)
+        env["PYSPARK_DRIVER_PYTHON"] = str(python)
+    else:
+        bin_dirs = {str(python.parent), str(python.resolve().parent)}
+        env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p not in bin_dirs)
     return env
 
 
-def _run_query(python: Path, workdir: Path, proxy: str, queue: str) -> dict:
-    """Run ``SCRIPT`` with ``python`` from ``workdir`` and return what it reported."""
+def _run_query(python: Path, workdir: Path, proxy: str, queue: str, mode: str) -> dict:
+    """Run ``SCRIPT`` with ``python`` from ``workdir`` and return what it reported.
+
+    ``mode`` is ``shell`` (``PYSPARK_PYTHON`` exported by the shell) or ``notebook`` (no ``PYSPARK_*`` variable;
+    the script sets ``os.environ["PYSPARK_PYTHON"]`` itself before creating the session).
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     script = workdir / "user_job.py"
     script.write_text(SCRIPT)
     done = subprocess.run(
-        [str(python), str(script), proxy, queue],
+        [str(python), str(script), proxy, queue, mode],
         cwd=workdir,
-        env=_clean_env(python),
+        env=_clean_env(python, shell_vars=mode == "shell"),
         capture_output=True,
         text=True,
         timeout=420,
@@ -123,11 +139,15 @@ def _assert_discovered(result: dict, rows: list[list]) -> None:
     assert all(registered for _, registered in result["sources"].values()), result["sources"]
 
 
-def test_editable_install_is_discovered_outside_the_repository(yt_proxy, queue_rows, tmp_path) -> None:
-    """The development install (``make venv``, ``pip install -e``) from an unrelated working directory."""
+def test_editable_install_is_discovered_from_a_notebook_elsewhere(yt_proxy, queue_rows, tmp_path) -> None:
+    """The development install (``make venv``: ``pip install -e``), used as a notebook kernel in another directory.
+
+    The kernel's interpreter is not on ``PATH`` and no ``PYSPARK_*`` variable is set: the README's recipe (set
+    ``PYSPARK_PYTHON`` to ``sys.executable`` before the session starts) is all it takes, no ``register()``.
+    """
     queue, rows = queue_rows
     python = Path(sys.executable)
-    result = _run_query(python, tmp_path / "elsewhere", yt_proxy, queue)
+    result = _run_query(python, tmp_path / "notebooks", yt_proxy, queue, "notebook")
     _assert_discovered(result, rows)
     assert Path(result["spyt_queue"]).resolve().is_relative_to(REPO)
 
@@ -153,7 +173,7 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         [str(python), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel)],
         check=True,
         timeout=900,
-        env=_clean_env(python),
+        env=_clean_env(python, shell_vars=False),
     )
     installed = time.monotonic()
     sys.stderr.write(
@@ -168,7 +188,7 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_wheel_in_fresh_venv_is_discovered_without_register(fresh_venv, yt_proxy, queue_rows, tmp_path) -> None:
     """``pip install spyt-queue`` (the built wheel) in a new environment, then a query from an unrelated directory."""
     queue, rows = queue_rows
-    result = _run_query(fresh_venv, tmp_path / "notebooks", yt_proxy, queue)
+    result = _run_query(fresh_venv, tmp_path / "elsewhere", yt_proxy, queue, "shell")
     _assert_discovered(result, rows)
     venv = fresh_venv.parent.parent
     assert Path(result["prefix"]).resolve() == venv.resolve()
