@@ -135,3 +135,26 @@ def kafka_broker():
 def kafka_bootstrap(kafka_broker) -> str:
     """``bootstrap.servers`` of the session broker."""
     return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def zookeeper():
+    """One real standalone Apache ZooKeeper on loopback for the session (jars from Maven Central).
+
+    Skipped with the reason when Java, the jars or kazoo are missing (run ``integration/install.sh``); with
+    ``SPYT_REQUIRE_SERVERS=1`` or ``SPYT_REQUIRE_KAFKA=1`` (set by CI) that is a failure instead.
+    """
+    from integration.zookeeper import ZooKeeperServer, missing_requirements
+
+    reason = missing_requirements()
+    if reason:
+        required = ("SPYT_REQUIRE_SERVERS", "SPYT_REQUIRE_KAFKA")
+        if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in required):
+            pytest.fail(f"SPYT_REQUIRE_SERVERS/SPYT_REQUIRE_KAFKA is set but: {reason}", pytrace=False)
+        pytest.skip(reason)
+    server = ZooKeeperServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
