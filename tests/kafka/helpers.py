@@ -7,8 +7,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from spyt_queue.kafka.backend import is_transient_kafka_error
 
 
 @dataclass
@@ -74,12 +76,26 @@ class Topic:
             future.result(30)
 
     def group_offsets(self) -> dict[int, int]:
-        """The consumer group's committed offsets, as the broker's admin API reports them."""
-        request = ConsumerGroupTopicPartitions(
-            self.group, [TopicPartition(self.name, p) for p in range(self.partitions)]
-        )
-        result = self.admin.list_consumer_group_offsets([request])[self.group].result(30)
-        return {tp.partition: tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+        """The consumer group's committed offsets, as a consumer of the group (never joining it) reads them.
+
+        Not through ``AdminClient.list_consumer_group_offsets``: librdkafka can crash the process when that
+        request meets a coordinator still loading (see ``KafkaBackend._committed``)."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False})
+        request = [TopicPartition(self.name, p) for p in range(self.partitions)]
+        deadline = time.monotonic() + 30
+        try:
+            while True:
+                try:
+                    found = consumer.committed(request, timeout=30)
+                    break
+                except KafkaException as error:  # the coordinator is loading or moved: ask again
+                    if is_transient_kafka_error(error) and time.monotonic() < deadline:
+                        time.sleep(0.5)
+                        continue
+                    raise
+        finally:
+            consumer.close()
+        return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
 
     def ends(self) -> dict[int, int]:
         """High watermark per partition."""
