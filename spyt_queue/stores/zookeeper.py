@@ -146,9 +146,17 @@ class ZooKeeperStore(OffsetStore):
             if self._zk is None:
                 from kazoo.client import KazooClient
 
-                self._zk = KazooClient(hosts=self.hosts, timeout=self.timeout, auth_data=self.auth or None)
-            if not self._zk.connected:
-                self._zk.start(timeout=self.timeout)  # stops itself and raises the handler's timeout on failure
+                zk = KazooClient(
+                    hosts=self.hosts,
+                    timeout=self.timeout,
+                    auth_data=self.auth or None,
+                    # after an outage, reconnect within seconds (kazoo's default backs off to a minute)
+                    connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 2},
+                )
+                zk.start(timeout=self.timeout)  # on failure it stops itself and raises the handler's timeout
+                # Started once: kazoo reconnects (and renews an expired session) by itself from now on; while it
+                # does, calls fail with ConnectionLoss or time out, both transient. start() again would hang.
+                self._zk = zk
             return self._zk
 
     def close(self) -> None:
@@ -262,7 +270,7 @@ class ZooKeeperStore(OffsetStore):
                 writes += 1
         if not writes:
             return
-        results = txn.commit()
+        results = txn.commit_async().get(timeout=self.timeout)
         failed = [(key, r) for key, r in zip(keys, results, strict=True) if isinstance(r, Exception)]
         if not failed:
             return
