@@ -85,7 +85,8 @@ def trigger_cost(proxy: str, root: str, tablets: int = 256) -> float:
     create_consumer(client, consumer, queue)
     client.insert_rows(queue, [{"$tablet_index": i, "id": i} for i in range(tablets)])
     options = Options({"proxy": proxy, "consumer_path": consumer, "path": queue, "max_rows_per_partition": "1"})
-    reader = QueueStreamReader(yt_backend_from_options(options, True), ReaderSettings.parse(options))
+    backend = yt_backend_from_options(options, True)
+    reader = QueueStreamReader(backend, ReaderSettings.parse(options), backend.default_store())
     start = reader.initialOffset()
     reader.latestOffset(start, None)  # warm-up
     runs = 5

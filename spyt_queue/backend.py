@@ -1,7 +1,7 @@
 """The small interface every queue backend (YTsaurus, Kafka) implements for the shared Spark adapter.
 
 A backend is a picklable description of *what* to read plus lazily created clients; the driver uses it to
-list partitions, fetch bounds and committed positions and to advance them, and executors use the same object
+list partitions and fetch bounds, and executors use the same object
 (unpickled) to read one ``[start, end)`` range of one partition as Arrow record batches.
 """
 
@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark.sql.types import StructType
+
+from spyt_queue.stores.base import OffsetStore
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,8 @@ class DataLossHandler(ABC):
 
 
 class QueueBackend(ABC):
-    """A partitioned, append-only log with a committed position per partition."""
+    """A partitioned, append-only log: bounds and ``[start, end)`` reads. Committed positions live in an
+    :class:`~spyt_queue.stores.base.OffsetStore`."""
 
     @property
     @abstractmethod
@@ -47,17 +50,10 @@ class QueueBackend(ABC):
     def bounds(self) -> dict[str, PartitionBounds]:
         """Current bounds of every partition, fetched in as few calls as possible."""
 
-    @abstractmethod
-    def committed(self) -> dict[str, int | None]:
-        """The committed position (next unread row) per partition; ``None`` where nothing is committed."""
-
-    @abstractmethod
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Atomically move the committed positions from ``old`` to ``new``.
-
-        Must fail with :class:`~spyt_queue.errors.ConsumerConflictError` when a position is not ``old``
-        any more (compare-and-set), and may raise transient backend errors (the caller retries).
-        """
+    def default_store(self) -> OffsetStore | None:
+        """Where this source keeps committed positions unless ``offsets.store`` says otherwise (YT: the consumer
+        table, Kafka: the consumer group); ``None`` when there is none (a YT batch read without a consumer)."""
+        return None
 
     @abstractmethod
     def is_transient(self, error: BaseException) -> bool:

@@ -269,20 +269,29 @@ def status(
     bootstrap_servers: str = typer.Option(None, "--bootstrap-servers", help="Kafka brokers (instead of YT)."),
     topic: str = typer.Option(None, help="Kafka topic(s), comma-separated."),
     group: str = typer.Option(None, help="Kafka consumer group whose committed offsets are shown."),
+    store: str = typer.Option(
+        None, help="An offsets.store URI (zookeeper://host:2181/root) to read committed offsets from instead."
+    ),
+    offsets_group: str = typer.Option(
+        None, "--offsets-group", help="The group in --store (default: --group for Kafka, --consumer for YT)."
+    ),
 ) -> None:
-    """Print committed offset, end and lag per partition, for a YT consumer or a Kafka consumer group."""
+    """Print committed offset, end and lag per partition, for a YT consumer, a Kafka group or any offset store."""
     from spyt_queue.lag import backend_lag
+    from spyt_queue.stores.registry import check_uri, is_native, open_store
+
+    check_uri(store)
 
     hint = None
     if bootstrap_servers:
         from spyt_queue.kafka.backend import KafkaBackend
         from spyt_queue.kafka.options import Subscription
 
-        if not topic or not group:
-            raise CliError("Kafka status needs --topic and --group")
+        if not topic or not (group or store):
+            raise CliError("Kafka status needs --topic and --group (or --store)")
         topics = tuple(t.strip() for t in topic.split(",") if t.strip())
         backend: Any = KafkaBackend(
-            {"bootstrap.servers": bootstrap_servers}, Subscription("subscribe", topics=topics), group
+            {"bootstrap.servers": bootstrap_servers}, Subscription("subscribe", topics=topics), group or ""
         )
         title = f"{topic} via group {group}"
     else:
@@ -307,7 +316,15 @@ def status(
                     f"client.register_queue_consumer({queue!r}, {consumer!r}, vital=False)"
                 )
         title = queue + (f" via {consumer}" if consumer else "")
-    rows = backend_lag(backend)
+    offsets = None
+    if not is_native(store):
+        offsets = open_store(store, backend.source_id, offsets_group or group or consumer or "spyt-queue")
+        title = f"{topic if bootstrap_servers else queue} via {offsets.describe()}"
+    try:
+        rows = backend_lag(backend, offsets)
+    finally:
+        if offsets is not None:
+            offsets.close()
     table = Table(title=title)
     for name in ("partition", "committed", "first row", "end", "lag"):
         table.add_column(name, justify="right")

@@ -5,7 +5,7 @@ N+1 is planned, and the ``start`` handed to ``latestOffset`` (the end of the las
 every trigger, idle ones and the last AvailableNow check included). Both call :meth:`Committer.advance_to`.
 
 Every advance is a compare-and-set from the position this query last saw, so another query moving the same
-consumer is detected and reported instead of silently overwritten. Transient backend errors are retried
+consumer is detected and reported instead of silently overwritten. Transient store errors are retried
 with exponential backoff; a lost response is recognised (the position already equals the target).
 """
 
@@ -15,31 +15,31 @@ import logging
 import time
 from collections.abc import Mapping
 
-from spyt_queue.backend import QueueBackend
 from spyt_queue.errors import CommitError, ConsumerConflictError
 from spyt_queue.offsets import sorted_partitions
+from spyt_queue.stores.base import OffsetStore
 
 log = logging.getLogger("spyt_queue.commit")
 
 
 class Committer:
-    """Moves a backend's committed positions forward to offsets Spark has committed."""
+    """Moves a store's committed positions forward to offsets Spark has committed."""
 
     def __init__(
         self,
-        backend: QueueBackend,
+        store: OffsetStore,
         retries: int = 5,
         backoff_seconds: float = 0.5,
         max_backoff_seconds: float = 10.0,
     ) -> None:
-        self.backend = backend
+        self.store = store
         self.retries = retries
         self.backoff_seconds = backoff_seconds
         self.max_backoff_seconds = max_backoff_seconds
         self._known: dict[str, int | None] | None = None
 
     def remember(self, positions: Mapping[str, int | None]) -> None:
-        """Record positions just read from the backend (e.g. by ``initialOffset``) as the CAS baseline."""
+        """Record positions just read from the store (e.g. by ``initialOffset``) as the CAS baseline."""
         self._known = dict(positions)
 
     def _baseline(self, target: Mapping[str, int], own: Mapping[str, int]) -> dict[str, int | None]:
@@ -47,7 +47,7 @@ class Committer:
         target is another query's progress unless it is ``own[key]``, the value the store held when this query
         started below it (journaled in the query's offsets)."""
         if self._known is None:
-            current = self.backend.committed()
+            current = self.store.committed()
             for key in sorted_partitions(target):
                 value = current.get(key)
                 if value is not None and value > target[key] and value != own.get(key):
@@ -63,14 +63,24 @@ class Committer:
     def advance_to(self, target: Mapping[str, int], own: Mapping[str, int] | None = None) -> bool:
         """Advance the committed positions to ``target``; return whether anything moved.
 
-        When any partition differs from its known position, the backend gets *every* partition of ``target``
+        When any partition differs from its known position, the store gets *every* partition of ``target``
         (unchanged ones with ``old == new``): stores whose entries expire when not rewritten (Kafka groups)
         recommit them, others skip them. Idempotent: calling it again with the same target does nothing.
         ``own`` holds the store's positions from before this query started (see :meth:`_baseline`).
         Raises :class:`ConsumerConflictError` if someone else moved a position, :class:`CommitError` when
         retries are exhausted.
         """
-        known = self._baseline(target, own or {})
+        try:
+            known = self._baseline(target, own or {})
+        except ConsumerConflictError:
+            raise
+        except Exception as error:
+            if not self.store.is_transient(error):
+                raise
+            raise CommitError(
+                f"Could not read the committed positions from {self.store.describe()}: {error}. The checkpoint "
+                "still holds the progress; the next trigger retries."
+            ) from error
         if all(known.get(key) == target[key] for key in target):
             return False
         old = {key: known.get(key) for key in target}
@@ -79,16 +89,16 @@ class Committer:
         delay = self.backoff_seconds
         for attempt in range(1, self.retries + 2):
             try:
-                self.backend.advance(old, new)
+                self.store.advance(old, new)
                 break
             except ConsumerConflictError:
-                current = self.backend.committed()
+                current = self.store.committed()
                 if all(current.get(key) == value for key, value in new.items()):
                     log.info("advance to %s had already been applied (lost response)", new)
                     break
                 raise
             except Exception as error:
-                if not self.backend.is_transient(error) or attempt > self.retries:
+                if not self.store.is_transient(error) or attempt > self.retries:
                     # A timed-out attempt may have been applied: re-read the position before the next CAS.
                     self._known = None
                     raise CommitError(

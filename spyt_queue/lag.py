@@ -8,6 +8,7 @@ from typing import Any
 
 from spyt_queue.backend import QueueBackend
 from spyt_queue.offsets import sorted_partitions
+from spyt_queue.stores.base import OffsetStore
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,11 @@ def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) 
     return {k: max(0, int(v) - int(ends.get(k, 0))) for k, v in latest.get("partitions", {}).items()}
 
 
-def backend_lag(backend: QueueBackend) -> list[PartitionLag]:
-    """Committed position, bounds and lag of every partition, read live from the backend."""
+def backend_lag(backend: QueueBackend, store: OffsetStore | None = None) -> list[PartitionLag]:
+    """Committed position (from ``store``, by default the backend's own), bounds and lag of every partition."""
     bounds = backend.bounds()
-    committed = backend.committed()
+    store = backend.default_store() if store is None else store
+    committed = store.committed() if store is not None else {}
     return [
         PartitionLag(key, committed.get(key), bounds[key].lower, bounds[key].upper) for key in sorted_partitions(bounds)
     ]

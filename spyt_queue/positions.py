@@ -5,7 +5,7 @@ from __future__ import annotations
 from spyt_queue.backend import PartitionBounds, QueueBackend
 from spyt_queue.errors import OptionError
 from spyt_queue.offsets import sorted_partitions
-from spyt_queue.settings import EARLIEST, LATEST, Position
+from spyt_queue.settings import EARLIEST, LATEST, STORE_KINDS, Position
 
 
 def bind(offset: int, bounds: PartitionBounds) -> int:
@@ -62,7 +62,7 @@ def plan_positions(
             result[key] = EARLIEST
         elif position.kind == "latest":
             result[key] = LATEST
-        elif position.kind in ("consumer", "group"):
+        elif position.kind in STORE_KINDS:
             value = committed.get(key)
             result[key] = EARLIEST if value is None else value
         elif position.kind == "timestamp":

@@ -12,6 +12,7 @@ from spyt_queue.errors import OptionError
 from spyt_queue.options import Options, parse_positions
 
 EARLIEST, LATEST = -2, -1
+STORE_KINDS = ("consumer", "group", "store")  # startingOffsets resuming from the offset store (aliases)
 
 PositionsParser = Callable[[str, Any], dict[str, int]]
 
@@ -25,7 +26,7 @@ def flat_parser(option: str, data: Any) -> dict[str, int]:
 class Position:
     """A starting or ending position: a named choice, explicit offsets, or timestamps (milliseconds)."""
 
-    kind: str  # consumer | group | earliest | latest | explicit | timestamp
+    kind: str  # consumer | group | store (aliases) | earliest | latest | explicit | timestamp
     explicit: dict[str, int] | None = None
     timestamp: int | None = None
     timestamps: dict[str, int] | None = None
@@ -105,7 +106,7 @@ class ReaderSettings:
         options: Options,
         starting_default: str = "consumer",
         streaming: bool | None = True,
-        named: tuple[str, ...] = ("consumer", "earliest", "latest"),
+        named: tuple[str, ...] = ("consumer", "store", "earliest", "latest"),
         parser: PositionsParser = flat_parser,
         timestamps: PositionsParser | None = None,
     ) -> ReaderSettings:
@@ -117,7 +118,7 @@ class ReaderSettings:
         if streaming is None or streaming or starting_default in named:
             allowed = named
         else:
-            allowed = tuple(n for n in named if n != "consumer")
+            allowed = tuple(n for n in named if n not in STORE_KINDS)
         starting = Position.parse(
             "startingOffsets", options.get_str("startingOffsets"), starting_default, allowed, parser
         )

@@ -27,7 +27,8 @@ def queue(yt, yt_proxy, yt_root):
 
 def reader(queue: dict, **options: str) -> QueueStreamReader:
     parsed = Options({**queue, **options})
-    return QueueStreamReader(yt_backend_from_options(parsed, streaming=True), ReaderSettings.parse(parsed))
+    backend = yt_backend_from_options(parsed, streaming=True)
+    return QueueStreamReader(backend, ReaderSettings.parse(parsed), backend.default_store())
 
 
 def test_initial_offset_is_not_committed_before_any_batch(yt, queue) -> None:
@@ -38,9 +39,9 @@ def test_initial_offset_is_not_committed_before_any_batch(yt, queue) -> None:
     assert initial["partitions"] == {"0": 0}
     end = r.latestOffset(initial, ReadAllAvailable())
     assert end["partitions"] == {"0": 10}
-    assert r.backend.committed() == {"0": 7}, "the untouched initial offset must not rewind the consumer"
+    assert r.store.committed() == {"0": 7}, "the untouched initial offset must not rewind the consumer"
     r.latestOffset(end, ReadAllAvailable())  # batch 0 is in the sink: now the consumer follows the query
-    assert r.backend.committed() == {"0": 10}
+    assert r.store.committed() == {"0": 10}
 
 
 def test_a_replayed_first_batch_reads_from_its_journaled_start(yt, queue) -> None:
@@ -77,7 +78,7 @@ def test_the_final_available_now_commit_failing_fails_the_run(yt, queue) -> None
     finally:
         yt.mount_table(queue["consumer_path"], sync=True)
     assert r.latestOffset(end, ReadMaxRows(1000)) == end, "once YT is back the final check commits and ends"
-    assert r.backend.committed() == {"0": 10}
+    assert r.store.committed() == {"0": 10}
 
 
 def test_min_rows_per_trigger_delays_until_max_trigger_delay(queue) -> None:

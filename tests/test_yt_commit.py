@@ -20,7 +20,7 @@ def test_transient_failures_are_retried_logged_and_surface_as_commit_error(yt, y
     backend = YtQueueBackend(
         YtConnection(yt_proxy, config={"dynamic_table_retries": {"enable": False}}), queue, consumer
     )
-    committer = Committer(backend, retries=2, backoff_seconds=0.05)
+    committer = Committer(backend.default_store(), retries=2, backoff_seconds=0.05)
     committer.advance_to({"0": 2})
     yt.unmount_table(consumer, sync=True)  # every advance now fails with "tablet not mounted" (1702)
     with caplog.at_level(logging.WARNING, logger="spyt_queue.commit"), pytest.raises(CommitError, match="3 attempt"):
@@ -28,7 +28,7 @@ def test_transient_failures_are_retried_logged_and_surface_as_commit_error(yt, y
     assert caplog.text.count("retrying") == 2
     yt.mount_table(consumer, sync=True)
     assert committer.advance_to({"0": 5}) is True  # progress was kept and is committed once YT is back
-    assert backend.committed() == {"0": 5}
+    assert backend.default_store().committed() == {"0": 5}
 
 
 def test_an_advance_applied_despite_a_failure_is_not_mistaken_for_a_conflict(yt, yt_proxy, yt_root) -> None:
@@ -39,7 +39,7 @@ def test_an_advance_applied_despite_a_failure_is_not_mistaken_for_a_conflict(yt,
     backend = YtQueueBackend(
         YtConnection(yt_proxy, config={"dynamic_table_retries": {"enable": False}}), queue, consumer
     )
-    committer = Committer(backend, retries=0, backoff_seconds=0.01)
+    committer = Committer(backend.default_store(), retries=0, backoff_seconds=0.01)
     committer.advance_to({"0": 2})
     yt.unmount_table(consumer, sync=True)
     with pytest.raises(CommitError):
@@ -48,4 +48,4 @@ def test_an_advance_applied_despite_a_failure_is_not_mistaken_for_a_conflict(yt,
     yt.advance_consumer(consumer, queue, partition_index=0, old_offset=2, new_offset=5)  # "the lost response"
     assert committer.advance_to({"0": 5}) is False
     assert committer.advance_to({"0": 7}) is True
-    assert backend.committed() == {"0": 7}
+    assert backend.default_store().committed() == {"0": 7}

@@ -16,7 +16,6 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
     KafkaException,
@@ -35,10 +34,12 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
-from spyt_queue.errors import ConsumerConflictError, SpytQueueError
+from spyt_queue.errors import SpytQueueError
 from spyt_queue.kafka.clients import READ_COMMITTED, admin_client, isolation_level, pooled_consumer
 from spyt_queue.kafka.options import Subscription
 from spyt_queue.offsets import sorted_partitions
+from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.kafka_group import KafkaGroupStore
 
 log = logging.getLogger("spyt_queue.kafka")
 T = TypeVar("T")
@@ -207,63 +208,9 @@ class KafkaBackend(QueueBackend):
             )
         return {f"{tp.topic}:{tp.partition}": (None if tp.offset < 0 else int(tp.offset)) for tp in found}
 
-    def committed(self) -> dict[str, int | None]:
-        return with_retries(self._committed, "list_consumer_group_offsets")
-
-    def _committed(self) -> dict[str, int | None]:
-        """The group's offsets, fetched by a consumer of the group that never joins it.
-
-        Not through ``AdminClient.list_consumer_group_offsets``: librdkafka (2.16 included) crashes the process
-        when that request meets a coordinator still loading the group (a NULL consumer-group handle in
-        ``rd_kafka_handle_OffsetFetch``), which happens on the first query of a group on a fresh broker and
-        killed Spark's Python source process (``java.io.EOFException`` in ``initialOffset``).
-        """
-        keys = self.partitions()
-        if not keys:
-            return {}
-        request = [TopicPartition(*split_key(k)) for k in keys]
-        with pooled_consumer(self.config, group_id=self.group_id) as consumer:
-            answer = consumer.committed(request, timeout=self.request_timeout_s)
-        failed = [tp for tp in answer if tp.error is not None]
-        if failed:
-            raise KafkaException(failed[0].error)
-        return {f"{tp.topic}:{tp.partition}": (int(tp.offset) if tp.offset >= 0 else None) for tp in answer}
-
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Commit every partition of ``new`` to the group after checking it still holds ``old``.
-
-        ``new`` holds every partition of the committed target, unchanged ones too: recommitting them keeps the
-        broker from expiring an idle partition's offset (``offsets.retention.minutes`` counts from its last
-        commit). A partition found without an offset where ``old`` had one has expired, which is not another
-        consumer's progress: it is logged and committed again. Kafka has no compare-and-set on group offsets:
-        the check and the commit are two requests, so this detects another query's progress between batches,
-        not within the few milliseconds in between.
-        """
-        if not new:
-            return
-        current = self.committed()
-        expired = sorted_partitions(k for k in new if current.get(k) is None and old.get(k) is not None)
-        moved = {k: current.get(k) for k in new if current.get(k) != old.get(k) and k not in expired}
-        if moved:
-            raise ConsumerConflictError(
-                f"Consumer group {self.group_id} was moved by someone else (expected {dict(old)}, found {moved}): "
-                "another query or consumer uses the same group.id"
-            )
-        if expired:
-            log.warning(
-                "committed offsets of group %s expired on the broker (offsets.retention.minutes) for %s; "
-                "committing them again",
-                self.group_id,
-                ", ".join(f"{self.describe(k)} (was {old[k]})" for k in expired),
-            )
-        request = ConsumerGroupTopicPartitions(
-            self.group_id, [TopicPartition(*split_key(k), int(v)) for k, v in new.items()]
-        )
-        futures = self.admin.alter_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
-        answer = _result(futures[self.group_id], "alter_consumer_group_offsets", self.request_timeout_s)
-        failed = [tp for tp in answer.topic_partitions if tp.error is not None]
-        if failed:
-            raise KafkaException(failed[0].error)
+    def default_store(self) -> OffsetStore:
+        """The consumer group ``group_id``."""
+        return KafkaGroupStore(self.config, self.group_id, self.partitions, self.request_timeout_s)
 
     def is_transient(self, error: BaseException) -> bool:
         return is_transient_kafka_error(error)

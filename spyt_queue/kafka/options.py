@@ -152,7 +152,7 @@ def kafka_reader_settings(options: Options, streaming: bool | None) -> ReaderSet
         options,
         starting_default="earliest" if streaming is False else "latest",
         streaming=streaming,
-        named=("group", "earliest", "latest"),
+        named=("group", "store", "earliest", "latest"),
         parser=flat_positions,
         timestamps=lambda option, data: flat_positions(option, data, allow_special=False),
     )

@@ -18,6 +18,7 @@ from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import pooled_producer
 from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS
 from spyt_queue.options import Options
+from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 
 #: librdkafka's partitioner matching the Java client's default for keyed records (murmur2 of the key); records
 #: without a key are spread at random (Java sticks to one partition per batch: both are valid spreads).
@@ -97,13 +98,41 @@ class KafkaRecordWriter:
                 raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")
         return KafkaWriteCommit(records=count)
 
+    def _check_batch(
+        self, producer: Any, batch: pa.RecordBatch, first_row: int, produced: int, errors: list[str]
+    ) -> None:
+        """Refuse a batch with a null ``topic`` (and no ``topic`` option) before producing any of its records.
+
+        A null ``value`` is a tombstone and a null ``key``/``partition``/``headers`` mean none, all legal. The
+        records of the task's earlier batches are flushed first, so the error can say they were delivered."""
+        if self.default_topic or "topic" not in batch.schema.names:
+            return
+        position = first_null(batch.column("topic"))
+        if position is None:
+            return
+        remaining = producer.flush(60) if produced else 0
+        if produced == 0:
+            written = "Nothing of this task was produced."
+        elif remaining or errors:
+            written = (
+                f"This task had already produced its first {produced} records ({remaining} unacknowledged after "
+                f"60 s, {len(errors)} failed delivery); none after them."
+            )
+        else:
+            written = f"This task had already delivered its first {produced} records; none after them was produced."
+        raise BadRecordError(
+            f"Null 'topic' and no 'topic' option: row {first_row + position} of {task_label()}, record "
+            f"{describe_record(batch, position)}. {written}"
+        )
+
     def _produce_all(self, producer: Any, batches: Iterator[pa.RecordBatch], delivered: Any, errors: list[str]) -> int:
         count = 0
+        position = 0
         for batch in batches:
+            self._check_batch(producer, batch, position, count, errors)
+            position += batch.num_rows
             for row in batch.to_pylist():
                 topic = self.default_topic or row.get("topic")  # the option overrides the column, as in Spark
-                if topic is None:
-                    raise BadRecordError(f"record {row!r} has no topic and no 'topic' option is set")
                 kwargs: dict[str, Any] = {"value": row.get("value"), "key": row.get("key"), "on_delivery": delivered}
                 if row.get("partition") is not None:
                     kwargs["partition"] = row["partition"]

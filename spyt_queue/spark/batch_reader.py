@@ -19,6 +19,7 @@ from spyt_queue.errors import OptionError
 from spyt_queue.positions import bind, plan_positions
 from spyt_queue.settings import EARLIEST, LATEST, ReaderSettings
 from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
+from spyt_queue.stores.base import OffsetStore
 
 
 class LateBoundRange(InputPartition):
@@ -68,9 +69,10 @@ class QueueBatchReader(DataSourceReader):
     ranges are cut when the DataFrame is first planned, so they are fixed then (Spark would re-plan them).
     """
 
-    def __init__(self, backend: QueueBackend, settings: ReaderSettings) -> None:
+    def __init__(self, backend: QueueBackend, settings: ReaderSettings, store: OffsetStore | None = None) -> None:
         self.backend = backend
         self.settings = settings
+        self.store = store
         backend.schema()  # fetched once on the driver, carried to executors inside the partitions
 
     def _splits_tasks(self) -> bool:
@@ -81,7 +83,7 @@ class QueueBatchReader(DataSourceReader):
         """Resolve both positions against the current bounds, check them, and plan one task per partition (or
         split the ranges into tasks)."""
         bounds = self.backend.bounds()
-        committed = self.backend.committed() if self.settings.starting.kind in ("consumer", "group") else {}
+        committed = self.store.committed() if self.store is not None else {}
         start = plan_positions(self.settings.starting, bounds, committed, self.backend)
         end = plan_positions(self.settings.ending, bounds, committed, self.backend, ending=True)
         self._check(start, end, bounds)

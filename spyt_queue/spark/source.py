@@ -16,10 +16,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from spyt_queue.backend import QueueBackend
+from spyt_queue.connect import backend_for, is_kafka, require_store, settings_for, store_for
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
-from spyt_queue.settings import ReaderSettings
+from spyt_queue.settings import STORE_KINDS
 
 
 class RejectedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -81,60 +81,40 @@ class YtQueueDataSource(DataSource):
     def _options(self) -> Options:
         return Options(dict(self.options), defaults=self.session_defaults)
 
-    def _is_kafka(self) -> bool:
-        return "kafka.bootstrap.servers" in self._options()
-
-    def _backend(self, streaming: bool) -> QueueBackend:
-        if self._is_kafka():
-            from spyt_queue.kafka.options import kafka_backend_from_options
-
-            return kafka_backend_from_options(self._options())
-        from spyt_queue.yt.options import yt_backend_from_options
-
-        return yt_backend_from_options(self._options(), streaming=streaming)
-
-    def _settings(self, streaming: bool | None) -> ReaderSettings:
-        """Reader settings for a stream, a batch, or (``None``) ``load()``, where only what is invalid in both
-        modes can be rejected."""
-        options = self._options()
-        if self._is_kafka():
-            from spyt_queue.kafka.options import kafka_reader_settings
-
-            return kafka_reader_settings(options, streaming)
-        if streaming or streaming is None:
-            return ReaderSettings.parse(options, starting_default="consumer", streaming=streaming)
-        if "consumer_path" in options:
-            return ReaderSettings.parse(options, starting_default="consumer", streaming=False)
-        return ReaderSettings.parse(options, starting_default="earliest", streaming=False, named=("earliest", "latest"))
-
     def schema(self) -> StructType:
         """The queue's schema mapped to Spark types (see the README's mapping table).
 
         Runs at ``load()``: the reader options are checked here too, so a mistake fails before any query starts.
         """
-        backend = self._backend(streaming=False)
-        self._settings(streaming=None)
+        options = self._options()
+        backend = backend_for(options, streaming=False)
+        settings_for(options, streaming=None)
         return backend.schema()
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch reader committing to the consumer after the sink."""
         from spyt_queue.spark.stream_reader import QueueStreamReader
 
+        options = self._options()
         try:
-            backend, settings = self._backend(streaming=True), self._settings(streaming=True)
+            backend, settings = backend_for(options, streaming=True), settings_for(options, streaming=True)
+            store = require_store(store_for(options, backend))
         except SpytQueueError as error:
             return RejectedStreamReader(error)
-        return QueueStreamReader(backend, settings)
+        return QueueStreamReader(backend, settings, store)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""
         from spyt_queue.spark.batch_reader import QueueBatchReader
 
-        return QueueBatchReader(self._backend(streaming=False), self._settings(streaming=False))
+        options = self._options()
+        backend, settings = backend_for(options, streaming=False), settings_for(options, streaming=False)
+        store = store_for(options, backend) if settings.starting.kind in STORE_KINDS else None
+        return QueueBatchReader(backend, settings, store)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """Writes each micro-batch to a YT dynamic table."""
-        if self._is_kafka():
+        if is_kafka(self._options()):
             from spyt_queue.kafka.sink import kafka_stream_writer
 
             return kafka_stream_writer(self._options(), schema)
@@ -144,7 +124,7 @@ class YtQueueDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Writes a DataFrame to a YT dynamic table."""
-        if self._is_kafka():
+        if is_kafka(self._options()):
             from spyt_queue.kafka.sink import kafka_batch_writer
 
             return kafka_batch_writer(self._options(), schema)

@@ -28,6 +28,7 @@ from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
 from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
+from spyt_queue.stores.base import OffsetStore
 
 log = logging.getLogger("spyt_queue.stream")
 
@@ -37,11 +38,12 @@ UNLIMITED = sys.maxsize
 class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Spark's view of a queue backend: offsets, admission control, AvailableNow and the delayed commit."""
 
-    def __init__(self, backend: QueueBackend, settings: ReaderSettings) -> None:
+    def __init__(self, backend: QueueBackend, settings: ReaderSettings, store: OffsetStore) -> None:
         self.backend = backend
         self.settings = settings
+        self.store = store
         self.planner = OffsetPlanner(settings.max_rows_per_partition, describe=getattr(backend, "describe", str))
-        self.committer = Committer(backend)
+        self.committer = Committer(store)
         self._initial: dict[str, Any] | None = None
         self._target: dict[str, int] | None = None
         self._last_bounds: dict[str, PartitionBounds] | None = None
@@ -61,7 +63,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """
         if self._initial is None:
             bounds = self.backend.bounds()
-            committed = self.backend.committed()
+            committed = self.store.committed()
             self.committer.remember(committed)
             positions = resolve_positions(self.settings.starting, bounds, committed, self.backend)
             for key, position in positions.items():
@@ -199,14 +201,14 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except ConsumerConflictError:
             raise
         except CommitError as error:
-            if error.__cause__ is not None and self.backend.is_transient(error.__cause__):
+            if error.__cause__ is not None and self.store.is_transient(error.__cause__):
                 log.error("%s: %s", caller, error)
                 return False
             raise
         return True
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Spark's (delayed) commit of a finished batch: advance the backend to ``end`` (idempotent)."""
+        """Spark's (delayed) commit of a finished batch: advance the store to ``end`` (idempotent)."""
         self._commit(self._parse(end), "commit")
 
     def stop(self) -> None:

@@ -23,14 +23,15 @@ from yt.wrapper import YsonFormat, YtClient
 from yt.wrapper.errors import YtError, YtResponseError
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
-from spyt_queue.errors import ConsumerConflictError, SpytQueueError
+from spyt_queue.errors import SpytQueueError
+from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.arrow_rows import RowConverter
 from spyt_queue.yt.schema import YtSchema, spark_schema
 from spyt_queue.ytclient import make_yt_client
 
 log = logging.getLogger("spyt_queue.yt")
 
-CONSUMER_OFFSET_CONFLICT = 3100
 TRANSIENT_CODES = {
     1700,  # tablet transaction lock conflict
     1701,  # tablet in intermediate state
@@ -221,51 +222,11 @@ class YtQueueBackend(QueueBackend):
             for i, t in enumerate(tablets)
         }
 
-    def committed(self) -> dict[str, int | None]:
+    def default_store(self) -> OffsetStore | None:
+        """The consumer table, when ``consumer_path`` was given."""
         if not self.consumer_path:
-            return {}
-        query = f'* from [{self.consumer_path}] where queue_path = "{_escape(self.queue_path)}"'
-        rows = list(self.client.select_rows(query))
-        positions: dict[str, int | None] = {}
-        clusters: dict[str, set[str]] = {}
-        for row in rows:
-            key = str(int(row["partition_index"]))
-            clusters.setdefault(key, set()).add(str(row.get("queue_cluster")))
-            offset = row.get("offset")
-            positions[key] = None if offset is None else int(offset)
-        ambiguous = [key for key, names in clusters.items() if len(names) > 1]
-        if ambiguous:
-            raise SpytQueueError(
-                f"Consumer {self.consumer_path} holds rows for {self.queue_path} from several clusters "
-                f"({sorted(clusters[ambiguous[0]])}); use one consumer per queue"
-            )
-        return positions
-
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        if not self.consumer_path:
-            raise SpytQueueError("Cannot commit offsets: no consumer_path was given")
-        client = self.client
-        try:
-            with client.Transaction(type="tablet"):
-                for key, value in new.items():
-                    previous = old.get(key)
-                    if previous == value:
-                        continue  # consumer rows do not expire: unchanged partitions need no write
-                    client.advance_consumer(
-                        self.consumer_path,
-                        self.queue_path,
-                        partition_index=int(key),
-                        old_offset=0 if previous is None else int(previous),
-                        new_offset=int(value),
-                    )
-        except YtResponseError as error:
-            if has_code(error, CONSUMER_OFFSET_CONFLICT):
-                raise ConsumerConflictError(
-                    f"Consumer {self.consumer_path} was advanced by someone else while this query read "
-                    f"{self.queue_path} (expected {dict(old)}): two queries must not share a consumer. "
-                    f"YT said: {error.message if hasattr(error, 'message') else error}"
-                ) from error
-            raise
+            return None
+        return YtConsumerStore(self.connection, self.queue_path, self.consumer_path)
 
     def is_transient(self, error: BaseException) -> bool:
         return is_transient_yt_error(error)
@@ -342,7 +303,3 @@ class YtQueueBackend(QueueBackend):
                 on_data_loss.report(
                     f"rows [{previous + 1}, {current}) of {self.describe(partition)} are missing from a pull"
                 )
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')

@@ -11,6 +11,12 @@ source tablet it holds: its rows are contiguous, and they either continue the se
 or replay rows the session already wrote. Rows below the first row a session ever wrote (its ``origin``, kept
 in the session's ``user_meta``) were never written through it; they go through a session of their own,
 ``<session>-before-<origin>``, so a fresh session opened by a tablet's later rows never loses the earlier ones.
+
+Nulls in required columns are refused before YT sees them: every Arrow batch is checked (``null_count`` per
+column, free) before any of its rows is converted or sent. Appends and upserts send a chunk only once it is full
+or the task's input is exhausted, so a task whose rows fit in one chunk writes nothing; in a larger task the chunks
+sent before the Arrow batch holding the null stay written, and the error says how many rows that is. Producer
+sessions push only after every batch of the task was read, so a task with a null pushes nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import yt.yson as yson
 from pyspark.sql.types import (
     BinaryType,
@@ -35,6 +42,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    NullType,
     ShortType,
     StringType,
     StructType,
@@ -64,6 +72,8 @@ _YT_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "u
 
 
 def _compatible(spark: DataType, column: YtColumn) -> bool:
+    if isinstance(spark, NullType):
+        return not column.required  # an always-null column fits any optional column; required ones: see check_schema
     t = column.base_type
     if isinstance(t, dict) and t.get("type_name") == "tagged":
         t = t["item"]
@@ -119,7 +129,11 @@ def check_schema(df_schema: StructType, table: YtSchema, path: str, drop: Iterab
             if table.strict:
                 problems.append(f"column {f.name!r} ({f.dataType.simpleString()}) is not in the table schema")
             continue
-        if not _compatible(f.dataType, column):
+        if isinstance(f.dataType, NullType) and column.required:
+            problems.append(
+                f"column {f.name!r} is always null (void) in the DataFrame but required ({column.type_v3}) in the table"
+            )
+        elif not _compatible(f.dataType, column):
             problems.append(
                 f"column {f.name!r} is {f.dataType.simpleString()} in the DataFrame but {column.type_v3} in the table"
             )
@@ -132,6 +146,46 @@ def check_schema(df_schema: StructType, table: YtSchema, path: str, drop: Iterab
         raise SchemaMismatchError(
             f"The DataFrame does not fit {path}: " + "; ".join(problems) + ". Nothing was written."
         )
+
+
+def task_label() -> str:
+    """``Spark partition N`` inside a Spark task, else ``this task``."""
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+    except Exception:  # pragma: no cover - pyspark is always importable where this runs
+        context = None
+    return f"Spark partition {context.partitionId()}" if context is not None else "this task"
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe_record(batch: pa.RecordBatch, position: int, limit: int = 300) -> str:
+    """One row of ``batch`` as a short one-line ``{column: value}`` text (long values and rows cut)."""
+    row = batch.slice(position, 1).to_pylist()[0]
+    text = "{" + ", ".join(f"{name!r}: {_short(value)}" for name, value in row.items()) + "}"
+    return text if len(text) <= limit else text[: limit - 4] + "...}"
+
+
+def source_of(batch: pa.RecordBatch, position: int) -> str:
+    """`` (source tablet T, row R)`` when the batch carries the source's service columns, else ``""``."""
+    names = batch.schema.names
+    if SERVICE_TABLET_COLUMN not in names or SERVICE_ROW_COLUMN not in names:
+        return ""
+    tablet = batch.column(SERVICE_TABLET_COLUMN)[position].as_py()
+    row = batch.column(SERVICE_ROW_COLUMN)[position].as_py()
+    return f" (source tablet {tablet}, row {row})"
+
+
+def first_null(array: pa.Array) -> int | None:
+    """Position of the first null of ``array`` (``None`` if it has none; free when it has none)."""
+    if array.null_count == 0:
+        return None
+    return int(pc.index(array.is_null(), True).as_py())
 
 
 def encode_yt_decimal(value: Decimal, precision: int, scale: int) -> bytes:
@@ -206,6 +260,44 @@ class YtTableWriter:
         """DataFrame columns not written to the table (service columns used only for producer sequencing)."""
         return [] if self.keep_service_columns else [SERVICE_TABLET_COLUMN, SERVICE_ROW_COLUMN]
 
+    # -- null checks ---------------------------------------------------------------------------------------
+    def _not_null_columns(self, batch: pa.RecordBatch) -> list[str]:
+        """Columns of ``batch`` that must not hold nulls: the table's required columns (keys included), and the
+        source's service columns when they sequence producer pushes."""
+        names = [n for n in batch.schema.names if n not in self.dropped_columns()]
+        required = [n for n in names if (c := self.table.column(n)) is not None and c.required]
+        if self.producer_path:
+            required += [n for n in (SERVICE_TABLET_COLUMN, SERVICE_ROW_COLUMN) if n in batch.schema.names]
+        return required
+
+    def check_nulls(self, batch: pa.RecordBatch, first_row: int, written: str) -> None:
+        """Raise :class:`BadRecordError` if ``batch`` holds a null where the table requires a value.
+
+        ``first_row`` is the task position of the batch's first row; ``written`` says what the task has already
+        written (the message's last sentence). Only ``null_count`` is read unless there is a null."""
+        nulls = {name: first_null(batch.column(name)) for name in self._not_null_columns(batch)}
+        bad = [(name, pos) for name, pos in nulls.items() if pos is not None]
+        if not bad:
+            return
+        name, position = min(bad, key=lambda item: (item[1], batch.schema.names.index(item[0])))
+        column = self.table.column(name)
+        what = f"required column {name!r} ({column.type_v3})" if column is not None else f"service column {name!r}"
+        others = sorted({n for n, _ in bad} - {name})
+        also = f"; nulls in required column(s) {', '.join(map(repr, others))} too" if others else ""
+        raise BadRecordError(
+            f"Null in {what} of {self.path}: row {first_row + position} of {task_label()}"
+            f"{source_of(batch, position)}, record {describe_record(batch, position)}{also}. {written}"
+        )
+
+    def _written_so_far(self, stats: WriteStats) -> str:
+        if stats.rows == 0:
+            return "Nothing of this task was written."
+        verb = "upserted" if self.table.sorted else "appended"
+        return (
+            f"This task had already {verb} its first {stats.rows} rows ({stats.requests} insert_rows requests of at "
+            f"most dyn_batch_size={self.dyn_batch_size} rows); nothing after them was written."
+        )
+
     # -- conversion ----------------------------------------------------------------------------------------
     def _prepare(self, batch: pa.RecordBatch, first_row: int = 0) -> list[dict[str, Any]]:
         columns: dict[str, list[Any]] = {}
@@ -230,7 +322,7 @@ class YtTableWriter:
             for position, v in enumerate(values):
                 if v is not None and not 0 <= v < top:
                     raise BadRecordError(
-                        f"row {first_row + position} of the DataFrame: column {column.name!r} holds {v}, "
+                        f"row {first_row + position} of {task_label()}: column {column.name!r} holds {v}, "
                         f"outside the range of YT type {t} [0, {top})"
                     )
             return [None if v is None else yson.YsonUint64(v) for v in values]
@@ -255,8 +347,11 @@ class YtTableWriter:
             self._write_through_producer(batches, stats, prefix)
             return stats
         pending: list[dict[str, Any]] = []
+        position = 0
         for batch in batches:
-            pending.extend(self._prepare(self._drop(batch)))
+            self.check_nulls(batch, position, self._written_so_far(stats))
+            pending.extend(self._prepare(self._drop(batch), position))
+            position += batch.num_rows
             while len(pending) >= self.dyn_batch_size:
                 self._insert(pending[: self.dyn_batch_size], stats)
                 pending = pending[self.dyn_batch_size :]
@@ -282,6 +377,7 @@ class YtTableWriter:
 
     def _write_through_producer(self, batches: Iterator[pa.RecordBatch], stats: WriteStats, prefix: str) -> None:
         by_tablet: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+        position = 0
         for batch in batches:
             names = batch.schema.names
             if SERVICE_TABLET_COLUMN not in names or SERVICE_ROW_COLUMN not in names:
@@ -289,9 +385,12 @@ class YtTableWriter:
                     "exactly-once writes through a producer need the source's service columns: read with "
                     "include_service_columns=true and keep __spyt_streaming_src_tablet_index/_row_index"
                 )
+            # Nothing is pushed before every batch of the task was read: a null anywhere means nothing written.
+            self.check_nulls(batch, position, "Nothing of this task was pushed.")
             tablets = batch.column(SERVICE_TABLET_COLUMN).to_pylist()
             indexes = batch.column(SERVICE_ROW_COLUMN).to_pylist()
-            rows = self._prepare(self._drop(batch))
+            rows = self._prepare(self._drop(batch), position)
+            position += batch.num_rows
             for tablet, index, row in zip(tablets, indexes, rows, strict=True):
                 by_tablet.setdefault(int(tablet), []).append((int(index), row))
         # Check every tablet against its session before pushing anything: a refused task writes nothing.

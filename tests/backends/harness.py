@@ -37,6 +37,10 @@ class Harness(ABC):
     def backend(self) -> QueueBackend:
         """A backend reading this log (fresh object, as a new query would build)."""
 
+    def store(self):
+        """The backend's own offset store (YT consumer, Kafka group), as a new query would open it."""
+        return self.backend().default_store()
+
     @abstractmethod
     def ids(self, batch: pa.RecordBatch) -> list[int]:
         """The ids carried by a batch's rows."""

@@ -84,7 +84,7 @@ def test_nothing_committed_at_first(log: Harness) -> None:
     log.produce(0, [1, 2, 3])
     log.trim(0, 1)
     backend = log.backend()
-    committed = backend.committed()
+    committed = backend.default_store().committed()
     assert [committed.get(k) for k in log.partition_keys()] == [None, None]
     start = resolve_positions(Position("consumer"), backend.bounds(), committed)
     assert [start[k] for k in log.partition_keys()] == [1, 0]
@@ -94,19 +94,19 @@ def test_advance_then_committed_reads_it_back(log: Harness) -> None:
     log.produce(0, list(range(3)))
     backend = log.backend()
     keys = log.partition_keys()
-    backend.advance({keys[0]: None}, {keys[0]: 3})
-    assert log.backend().committed().get(keys[0]) == 3
-    backend.advance({keys[0]: 3}, {keys[0]: 1})  # moving backwards is allowed (explicit rewinds)
-    assert log.backend().committed().get(keys[0]) == 1
+    backend.default_store().advance({keys[0]: None}, {keys[0]: 3})
+    assert log.store().committed().get(keys[0]) == 3
+    backend.default_store().advance({keys[0]: 3}, {keys[0]: 1})  # moving backwards is allowed (explicit rewinds)
+    assert log.store().committed().get(keys[0]) == 1
 
 
 def test_advance_with_stale_old_offset_conflicts(log: Harness) -> None:
     log.produce(0, list(range(5)))
     keys = log.partition_keys()
-    log.backend().advance({keys[0]: None}, {keys[0]: 4})
+    log.store().advance({keys[0]: None}, {keys[0]: 4})
     with pytest.raises(ConsumerConflictError):
-        log.backend().advance({keys[0]: 2}, {keys[0]: 5})
-    assert log.backend().committed().get(keys[0]) == 4
+        log.store().advance({keys[0]: 2}, {keys[0]: 5})
+    assert log.store().committed().get(keys[0]) == 4
 
 
 def test_committer_cas_conflict_with_another_committer(log: Harness) -> None:
@@ -114,24 +114,24 @@ def test_committer_cas_conflict_with_another_committer(log: Harness) -> None:
     overwritten."""
     keys = log.partition_keys()
     log.produce(0, list(range(10)))
-    committer = Committer(log.backend())
+    committer = Committer(log.store())
     committer.advance_to({keys[0]: 3})
-    log.backend().advance({keys[0]: 3}, {keys[0]: 7})
+    log.store().advance({keys[0]: 3}, {keys[0]: 7})
     with pytest.raises(ConsumerConflictError):
         committer.advance_to({keys[0]: 5})
-    assert log.backend().committed().get(keys[0]) == 7
+    assert log.store().committed().get(keys[0]) == 7
 
 
 def test_committer_recognises_its_own_applied_advance(log: Harness) -> None:
     """A compare-and-set that fails because the position already equals the target (a lost response) succeeds."""
     keys = log.partition_keys()
     log.produce(0, list(range(10)))
-    committer = Committer(log.backend())
+    committer = Committer(log.store())
     committer.advance_to({keys[0]: 2})
-    log.backend().advance({keys[0]: 2}, {keys[0]: 5})  # as if our own earlier attempt had been applied
+    log.store().advance({keys[0]: 2}, {keys[0]: 5})  # as if our own earlier attempt had been applied
     assert committer.advance_to({keys[0]: 5}) is True
     assert committer.advance_to({keys[0]: 6}) is True
-    assert log.backend().committed().get(keys[0]) == 6
+    assert log.store().committed().get(keys[0]) == 6
 
 
 def test_trimmed_prefix_of_a_range_and_fully_trimmed_range(log: Harness) -> None:
@@ -150,10 +150,10 @@ def test_trimmed_prefix_of_a_range_and_fully_trimmed_range(log: Harness) -> None
 def test_committer_is_idempotent_and_detects_a_consumer_ahead(log: Harness) -> None:
     log.produce(0, list(range(5)))
     keys = log.partition_keys()
-    committer = Committer(log.backend())
+    committer = Committer(log.store())
     assert committer.advance_to({keys[0]: 5, keys[1]: 0}) is True
     assert committer.advance_to({keys[0]: 5, keys[1]: 0}) is False
-    restarted = Committer(log.backend())
+    restarted = Committer(log.store())
     with pytest.raises(ConsumerConflictError, match="ahead"):
         restarted.advance_to({keys[0]: 2, keys[1]: 0})
 

@@ -238,7 +238,7 @@ from spyt_queue.options import Options
 options = {"kafka.bootstrap.servers": sys.argv[1], "subscribe": sys.argv[2], "kafka.group.id": "fresh-group"}
 backend = kafka_backend_from_options(Options(options))
 print(backend.bounds(), flush=True)
-print(backend.committed(), flush=True)
+print(backend.default_store().committed(), flush=True)
 """
 
 

@@ -1,0 +1,109 @@
+"""A Kafka consumer group as an offset store (the default for Kafka sources)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+
+from spyt_queue.errors import ConsumerConflictError
+from spyt_queue.offsets import sorted_partitions
+from spyt_queue.stores.base import OffsetStore
+
+log = logging.getLogger("spyt_queue.kafka")
+
+
+class KafkaGroupStore(OffsetStore):
+    """Committed offsets of a subscription's partitions in one consumer group.
+
+    ``partitions`` lists the partition keys (``topic:N``) to look up: a group's offsets are fetched per partition.
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        group_id: str,
+        partitions: Callable[[], list[str]],
+        request_timeout_s: float = 30.0,
+    ) -> None:
+        self.config = {k: v for k, v in config.items() if k != "group.id"}
+        self.group_id = group_id
+        self.partitions = partitions
+        self.request_timeout_s = request_timeout_s
+
+    def describe(self) -> str:
+        return f"Kafka consumer group {self.group_id}"
+
+    def committed(self) -> dict[str, int | None]:
+        from spyt_queue.kafka.backend import with_retries
+
+        return with_retries(self._committed, "fetching committed offsets")
+
+    def _committed(self) -> dict[str, int | None]:
+        """The group's offsets, fetched by a consumer of the group that never joins it.
+
+        Not through ``AdminClient.list_consumer_group_offsets``: librdkafka (2.16 included) crashes the process
+        when that request meets a coordinator still loading the group (a NULL consumer-group handle in
+        ``rd_kafka_handle_OffsetFetch``), which happens on the first query of a group on a fresh broker and
+        killed Spark's Python source process (``java.io.EOFException`` in ``initialOffset``).
+        """
+        from spyt_queue.kafka.backend import split_key
+        from spyt_queue.kafka.clients import pooled_consumer
+
+        keys = self.partitions()
+        if not keys:
+            return {}
+        request = [TopicPartition(*split_key(k)) for k in keys]
+        with pooled_consumer(self.config, group_id=self.group_id) as consumer:
+            answer = consumer.committed(request, timeout=self.request_timeout_s)
+        failed = [tp for tp in answer if tp.error is not None]
+        if failed:
+            raise KafkaException(failed[0].error)
+        return {f"{tp.topic}:{tp.partition}": (int(tp.offset) if tp.offset >= 0 else None) for tp in answer}
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+        """Commit every partition of ``new`` to the group after checking it still holds ``old``.
+
+        ``new`` holds every partition of the committed target, unchanged ones too: recommitting them keeps the
+        broker from expiring an idle partition's offset (``offsets.retention.minutes`` counts from its last
+        commit). A partition found without an offset where ``old`` had one has expired, which is not another
+        consumer's progress: it is logged and committed again. Kafka has no compare-and-set on group offsets:
+        the check and the commit are two requests, so this detects another query's progress between batches,
+        not within the few milliseconds in between.
+        """
+        from spyt_queue.kafka.backend import _result, split_key
+        from spyt_queue.kafka.clients import admin_client
+
+        if not new:
+            return
+        current = self.committed()
+        expired = sorted_partitions(k for k in new if current.get(k) is None and old.get(k) is not None)
+        moved = {k: current.get(k) for k in new if current.get(k) != old.get(k) and k not in expired}
+        if moved:
+            raise ConsumerConflictError(
+                f"Consumer group {self.group_id} was moved by someone else (expected {dict(old)}, found {moved}): "
+                "another query or consumer uses the same group.id"
+            )
+        if expired:
+            log.warning(
+                "committed offsets of group %s expired on the broker (offsets.retention.minutes) for %s; "
+                "committing them again",
+                self.group_id,
+                ", ".join(f"{k} (was {old[k]})" for k in expired),
+            )
+        request = ConsumerGroupTopicPartitions(
+            self.group_id, [TopicPartition(*split_key(k), int(v)) for k, v in new.items()]
+        )
+        admin = admin_client(self.config)
+        futures = admin.alter_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
+        answer = _result(futures[self.group_id], "alter_consumer_group_offsets", self.request_timeout_s)
+        failed = [tp for tp in answer.topic_partitions if tp.error is not None]
+        if failed:
+            raise KafkaException(failed[0].error)
+
+    def is_transient(self, error: BaseException) -> bool:
+        from spyt_queue.kafka.backend import is_transient_kafka_error
+
+        return is_transient_kafka_error(error)

@@ -1,0 +1,86 @@
+"""The YTsaurus consumer table as an offset store: ``advance_consumer(old_offset=...)`` in one tablet transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from yt.wrapper.errors import YtResponseError
+
+from spyt_queue.errors import ConsumerConflictError, SpytQueueError
+from spyt_queue.stores.base import OffsetStore
+
+if TYPE_CHECKING:
+    from spyt_queue.yt.backend import YtConnection
+
+CONSUMER_OFFSET_CONFLICT = 3100
+
+
+class YtConsumerStore(OffsetStore):
+    """Committed positions of one queue in a consumer table registered for it (the default for YT sources).
+
+    The group is the consumer itself: two queries must not share a consumer.
+    """
+
+    def __init__(self, connection: YtConnection, queue_path: str, consumer_path: str) -> None:
+        self.connection = connection
+        self.queue_path = queue_path
+        self.consumer_path = consumer_path
+
+    def describe(self) -> str:
+        return f"consumer {self.consumer_path} of {self.queue_path}"
+
+    def committed(self) -> dict[str, int | None]:
+        """Offsets from the consumer table's rows for this queue (one ``select_rows``)."""
+        query = f'* from [{self.consumer_path}] where queue_path = "{_escape(self.queue_path)}"'
+        rows = list(self.connection.client().select_rows(query))
+        positions: dict[str, int | None] = {}
+        clusters: dict[str, set[str]] = {}
+        for row in rows:
+            key = str(int(row["partition_index"]))
+            clusters.setdefault(key, set()).add(str(row.get("queue_cluster")))
+            offset = row.get("offset")
+            positions[key] = None if offset is None else int(offset)
+        ambiguous = [key for key, names in clusters.items() if len(names) > 1]
+        if ambiguous:
+            raise SpytQueueError(
+                f"Consumer {self.consumer_path} holds rows for {self.queue_path} from several clusters "
+                f"({sorted(clusters[ambiguous[0]])}); use one consumer per queue"
+            )
+        return positions
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+        """Every moved partition with ``advance_consumer(old_offset=...)``, in one tablet transaction."""
+        client = self.connection.client()
+        try:
+            with client.Transaction(type="tablet"):
+                for key, value in new.items():
+                    previous = old.get(key)
+                    if previous == value:
+                        continue  # consumer rows do not expire: unchanged partitions need no write
+                    client.advance_consumer(
+                        self.consumer_path,
+                        self.queue_path,
+                        partition_index=int(key),
+                        old_offset=0 if previous is None else int(previous),
+                        new_offset=int(value),
+                    )
+        except YtResponseError as error:
+            from spyt_queue.yt.backend import has_code
+
+            if has_code(error, CONSUMER_OFFSET_CONFLICT):
+                raise ConsumerConflictError(
+                    f"Consumer {self.consumer_path} was advanced by someone else while this query read "
+                    f"{self.queue_path} (expected {dict(old)}): two queries must not share a consumer. "
+                    f"YT said: {error.message if hasattr(error, 'message') else error}"
+                ) from error
+            raise
+
+    def is_transient(self, error: BaseException) -> bool:
+        from spyt_queue.yt.backend import is_transient_yt_error
+
+        return is_transient_yt_error(error)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
