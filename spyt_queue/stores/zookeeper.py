@@ -113,6 +113,16 @@ class ZooKeeperStore(OffsetStore):
         self._lock = threading.Lock()
         self._zk = None
 
+    def __getstate__(self) -> dict:
+        """Pickled with its settings only: Spark ships the stream reader between Python processes."""
+        state = dict(self.__dict__)
+        state["_lock"], state["_zk"] = None, None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     # ---------------------------------------------------------------------------------------------- uri
 
     @classmethod

@@ -177,3 +177,21 @@ def test_outage_is_transient_and_the_committer_gets_through_after_it(tmp_path) -
     finally:
         store.close()
         server.stop()
+
+
+def test_a_store_survives_pickling_after_use(zookeeper) -> None:
+    """Spark pickles the stream reader (and its store) to ship it between Python processes."""
+    import pickle
+
+    from spyt_queue.stores.zookeeper import ZooKeeperStore
+
+    store = ZooKeeperStore.from_uri(zookeeper.uri("/pickled"), "yt://q#1", "g")
+    try:
+        store.advance({"0": None}, {"0": 3})
+        copy = pickle.loads(pickle.dumps(store))
+        try:
+            assert copy.committed() == {"0": 3}
+        finally:
+            copy.close()
+    finally:
+        store.close()
