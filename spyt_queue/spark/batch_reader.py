@@ -22,17 +22,9 @@ from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ra
 from spyt_queue.stores.base import OffsetStore
 
 
-class LateBoundRange(InputPartition):
+class LateBoundRange(RangePartition):
     """Rows ``[start, end)`` of one partition where ``start`` may be ``EARLIEST`` and ``end`` ``LATEST``: bound to
     the partition's bounds when the task runs, so every execution of a DataFrame reads up to the current end."""
-
-    def __init__(self, backend: QueueBackend, partition: str, start: int, end: int, fail_on_data_loss: bool) -> None:
-        super().__init__((partition, start, end))
-        self.backend = backend
-        self.partition = partition
-        self.start = start
-        self.end = end
-        self.fail_on_data_loss = fail_on_data_loss
 
     def __repr__(self) -> str:
         return f"LateBoundRange({self.partition}, [{self.start}, {self.end}))"
@@ -116,6 +108,6 @@ class QueueBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one range (on an executor). PySpark sends a placeholder ``InputPartition(None)`` when
         :meth:`partitions` planned none (nothing to read): it yields no rows."""
-        if isinstance(partition, (LateBoundRange, RangePartition)):
+        if isinstance(partition, RangePartition):
             return partition.read()
         return iter(())
