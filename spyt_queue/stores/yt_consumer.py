@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from yt.wrapper.errors import YtResponseError
 
@@ -50,14 +51,16 @@ class YtConsumerStore(OffsetStore):
         return positions
 
     def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Every moved partition with ``advance_consumer(old_offset=...)``, in one tablet transaction."""
-        client = self.connection.client()
+        """Every partition of ``new`` with ``advance_consumer(old_offset=...)``, in one tablet transaction.
+
+        Unchanged partitions (``old[k] == new[k]``) are advanced too, from and to the same offset: that is their
+        compare-and-set, so another writer that moved one makes the whole advance fail.
+        """
+        client = client_of_this_thread(self.connection)
         try:
             with client.Transaction(type="tablet"):
                 for key, value in new.items():
                     previous = old.get(key)
-                    if previous == value:
-                        continue  # consumer rows do not expire: unchanged partitions need no write
                     client.advance_consumer(
                         self.consumer_path,
                         self.queue_path,
@@ -80,6 +83,24 @@ class YtConsumerStore(OffsetStore):
         from spyt_queue.yt.backend import is_transient_yt_error
 
         return is_transient_yt_error(error)
+
+
+_THREAD = threading.local()
+
+
+def client_of_this_thread(connection: YtConnection) -> Any:
+    """A client used by this thread only, for tablet transactions.
+
+    ``yt.wrapper`` keeps the current transaction in the client object: a transaction started on the process-wide
+    client would be joined by other threads' calls (failing them with "No such transaction" or nesting them).
+    """
+    from spyt_queue.ytclient import make_yt_client
+
+    clients: dict[tuple[Any, ...], Any] = _THREAD.__dict__.setdefault("clients", {})
+    key = (connection.proxy, connection.token, repr(sorted(connection.config.items())))
+    if key not in clients:
+        clients[key] = make_yt_client(connection.proxy, connection.token, dict(connection.config))
+    return clients[key]
 
 
 def _escape(value: str) -> str:

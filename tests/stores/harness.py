@@ -4,20 +4,29 @@ Adding a store is a few lines: subclass :class:`StoreFactory`, implement :meth:`
 object for ``(source, group)`` on the one server of the test, as a new query would build it),
 :meth:`~StoreFactory.write_garbage` and :meth:`~StoreFactory.lost_reply_error`, and add the factory to the
 ``factory`` fixture of the suite. Override :meth:`~StoreFactory.interleave` if the store reads before it writes
-(so the suite can slip a concurrent writer into that window), and :meth:`~StoreFactory.key` if the store only
-accepts partition keys of some shape.
+(so the suite can slip a concurrent writer into that window for real), and :meth:`~StoreFactory.key` /
+:meth:`~StoreFactory.unusual_keys` if the store only accepts partition keys of some shape.
+
+Where a promise cannot hold for a store by its nature, the factory says so with a capability attribute and the
+suite asserts what the store does instead (never a skip): ``isolates_sources`` (Kafka-layout stores key by
+topic), ``compare_and_set`` (a Kafka group has none: a writer inside the advance's read-then-commit window is
+overwritten), ``garbage_error`` / ``garbage_blocks_advance`` (what foreign content the store refuses, and where).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.kafka_group import KafkaGroupStore
 from spyt_queue.stores.memory import MemoryServer, MemoryStore, MemoryStoreUnavailable
+from spyt_queue.stores.yt_consumer import YtConsumerStore, client_of_this_thread
+from spyt_queue.yt.admin import column, create_consumer, create_queue
 
 
 class StoreFactory(ABC):
@@ -25,6 +34,16 @@ class StoreFactory(ABC):
 
     #: Whether stores for two sources in one group are isolated (Kafka-layout stores key by topic instead).
     isolates_sources = True
+    #: Whether an advance is a compare-and-set even against a writer slipping in between its read and its write
+    #: (Kafka: no; it only sees writers that came before its read).
+    compare_and_set = True
+    #: What the error for content written by someone else (``write_garbage``) says; ``None``: the store cannot
+    #: hold unreadable content and reads back what was written (``FOREIGN_OFFSET``).
+    garbage_error: str | None = "not a decimal offset"
+    #: Whether that content also makes an advance fail (rather than only reading the positions).
+    garbage_blocks_advance = True
+    #: The offset a ``write_garbage`` leaves when ``garbage_error`` is ``None``.
+    FOREIGN_OFFSET = 0
 
     def __init__(self) -> None:
         self.opened: list[OffsetStore] = []
@@ -43,13 +62,15 @@ class StoreFactory(ABC):
         """The partition key of partition number ``index`` for this store."""
         return str(index)
 
-    def colon_keys(self) -> list[str]:
-        """Partition keys containing ':' (Kafka's ``topic:partition`` shape and worse)."""
+    def unusual_keys(self) -> list[str]:
+        """The oddest partition keys the store accepts: with ':' (Kafka's ``topic:partition`` shape and worse)
+        for stores taking any string, and a large partition number."""
         return ["events:0", "events:12", "a:b:3"]
 
     @abstractmethod
     def write_garbage(self, store: OffsetStore, key: str) -> str:
-        """Put unreadable content where ``store`` keeps ``key``; return the place the error must name."""
+        """Put content ``store`` cannot use where it keeps ``key`` (as another tool might); return the place the
+        error must name (see ``garbage_error``)."""
 
     @abstractmethod
     def lost_reply_error(self) -> BaseException:
@@ -167,3 +188,195 @@ class ZooKeeperFactory(StoreFactory):
             yield
         finally:
             store._read = original  # type: ignore[attr-defined]
+
+
+class YtConsumerFactory(StoreFactory):
+    """:class:`YtConsumerStore` objects on the session's embedded YT server.
+
+    Each distinct source of a test is a fresh queue with :attr:`TABLETS` tablets (partition keys are tablet
+    indexes), each group a consumer table registered for every queue it is used with.
+    """
+
+    #: Enough tablets for the largest partition index the suite uses (``unusual_keys``).
+    TABLETS = 13
+    #: An int64 offset column cannot hold garbage; what the store refuses is rows of the same queue path from two
+    #: clusters (it cannot tell which is its own). Its advance is a server-side CAS on its own cluster's rows.
+    garbage_error = "from several clusters"
+    garbage_blocks_advance = False
+
+    def __init__(self, yt: Any, proxy: str, root: str) -> None:
+        super().__init__()
+        self.yt, self.proxy, self.root = yt, proxy, root
+        self.queues: dict[str, str] = {}
+        self.consumers: dict[str, str] = {}
+        self.registered: set[tuple[str, str]] = set()
+
+    def queue(self, source: str) -> str:
+        """The queue standing for ``source`` (created on first use)."""
+        if source not in self.queues:
+            path = f"{self.root}/queue-{len(self.queues)}"
+            create_queue(self.yt, path, [column("id", "int64")], tablet_count=self.TABLETS)
+            self.queues[source] = path
+        return self.queues[source]
+
+    def _make(self, source: str, group: str) -> OffsetStore:
+        from spyt_queue.yt.backend import YtConnection
+
+        queue = self.queue(source)
+        consumer = self.consumers.setdefault(group, f"{self.root}/consumer-{len(self.consumers)}")
+        if (queue, consumer) not in self.registered:
+            create_consumer(self.yt, consumer, queue, exist_ok=True)
+            self.registered.add((queue, consumer))
+        return YtConsumerStore(YtConnection(self.proxy), queue, consumer)
+
+    def unusual_keys(self) -> list[str]:
+        return ["0", "12", "3"]  # tablet indexes only; the widest one the queues have
+
+    def write_garbage(self, store: OffsetStore, key: str) -> str:
+        """Rows for partition ``key`` of the store's queue path from its own cluster (offset 1) and another one."""
+        assert isinstance(store, YtConsumerStore)
+        own = self.cluster_of(store)
+        rows = [
+            {"queue_cluster": cluster, "queue_path": store.queue_path, "partition_index": int(key), "offset": offset}
+            for cluster, offset in ((own, 1), (f"{own}-elsewhere", 99))
+        ]
+        self.yt.insert_rows(store.consumer_path, rows)
+        return store.consumer_path
+
+    def cluster_of(self, store: YtConsumerStore) -> str:
+        """The cluster name the server writes into the store's rows (``local`` on the embedded server)."""
+        rows = list(self.yt.select_rows(f"queue_cluster from [{store.consumer_path}] limit 1"))
+        assert rows, "write_garbage needs one committed row to learn the cluster name"
+        return str(rows[0]["queue_cluster"])
+
+    def lost_reply_error(self) -> BaseException:
+        from yt.packages.requests.exceptions import ReadTimeout
+
+        return ReadTimeout("read timed out: the advance may have been applied")
+
+    @contextlib.contextmanager
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> Iterator[None]:
+        """The writer commits (from another thread) after the store's tablet transaction started and before its
+        first ``advance_consumer``: the CAS reads at the transaction's start timestamp, so only the commit can
+        notice the writer."""
+        assert isinstance(store, YtConsumerStore)
+        client = client_of_this_thread(store.connection)  # the one the store's advance uses in this thread
+        original, mine = client.advance_consumer, threading.get_ident()
+
+        def advance_consumer(*args: Any, **kwargs: Any) -> Any:
+            if client.advance_consumer is advance_consumer:
+                client.advance_consumer = original
+                assert threading.get_ident() == mine
+                run_in_thread(writer)
+            return original(*args, **kwargs)
+
+        client.advance_consumer = advance_consumer
+        try:
+            yield
+        finally:
+            client.advance_consumer = original
+
+
+class KafkaGroupFactory(StoreFactory):
+    """:class:`KafkaGroupStore` objects on the session's real broker.
+
+    Every source of a test is a subscription of the one topic ``topic`` (created once per module with
+    ``partitions`` partitions): a Kafka group keys offsets by topic, so a source is isolated from another only
+    through its topic, and subscriptions of one topic in one group share positions, as in ZooKeeper's Kafka
+    layout. Groups are group ids unique to the factory.
+
+    Limit (documented in the README): Kafka has no compare-and-set on group offsets. The store reads the group's
+    offsets and then commits; a writer that commits in between is overwritten, not detected.
+    """
+
+    isolates_sources = False
+    compare_and_set = False
+    #: Group offsets are integers: nothing unreadable can be stored (see ``write_garbage``).
+    garbage_error = None
+    #: A foreign commit the store reads back as written (an offset far beyond the log, with metadata).
+    FOREIGN_OFFSET = 10**12
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__()
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.prefix = f"store-conformance-{uuid.uuid4().hex[:8]}"
+
+    def group_id(self, group: str) -> str:
+        return f"{self.prefix}-{group}"
+
+    def _make(self, source: str, group: str) -> OffsetStore:
+        from spyt_queue.stores.kafka_group import KafkaGroupStore
+
+        keys = [self.key(i) for i in range(self.partitions)]
+        return KafkaGroupStore({"bootstrap.servers": self.bootstrap}, self.group_id(group), lambda: keys, 30.0)
+
+    def key(self, index: int) -> str:
+        return f"{self.topic}:{index}"
+
+    def unusual_keys(self) -> list[str]:
+        return [self.key(0), self.key(12), self.key(3)]  # Kafka topic names cannot hold ':'
+
+    def write_garbage(self, store: OffsetStore, key: str) -> str:
+        """What a foreign consumer of the group can commit: an offset far beyond the log, with metadata."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        from spyt_queue.kafka.backend import split_key
+
+        assert isinstance(store, KafkaGroupStore)
+        consumer = Consumer(
+            {"bootstrap.servers": self.bootstrap, "group.id": store.group_id, "enable.auto.commit": False}
+        )
+        try:
+            topic, partition = split_key(key)
+            offsets = [TopicPartition(topic, partition, self.FOREIGN_OFFSET, "written by another tool")]
+            consumer.commit(offsets=offsets, asynchronous=False)
+        finally:
+            consumer.close()
+        return store.group_id
+
+    def lost_reply_error(self) -> BaseException:
+        from confluent_kafka import KafkaError, KafkaException
+
+        return KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "OffsetCommit timed out (reply lost)"))
+
+    @contextlib.contextmanager
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> Iterator[None]:
+        """The writer runs after the store's advance read the group's offsets, before it commits."""
+        assert isinstance(store, KafkaGroupStore)
+        advance, read = store.advance, store.committed
+
+        def read_then_write() -> dict[str, int | None]:
+            store.committed = read  # type: ignore[method-assign]
+            positions = read()
+            writer()
+            return positions
+
+        def advance_once(old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+            store.advance, store.committed = advance, read_then_write  # type: ignore[method-assign]
+            try:
+                advance(old, new)
+            finally:
+                store.committed = read  # type: ignore[method-assign]
+
+        store.advance = advance_once  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            store.advance, store.committed = advance, read  # type: ignore[method-assign]
+
+
+def run_in_thread(call: Callable[[], None]) -> None:
+    """Run ``call`` in another thread (outside this thread's client transactions) and re-raise its error."""
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as error:  # handed to the caller
+            errors.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
