@@ -15,7 +15,8 @@ from spyt_queue.yt.admin import column, create_consumer, create_queue
 
 
 class Harness(ABC):
-    """One fresh log with ``partitions`` partitions and a committed-position store."""
+    """One fresh log with ``partitions`` partitions (read through its backend; the backend's store is tested in
+    ``tests/stores/``)."""
 
     @abstractmethod
     def partition_keys(self) -> list[str]:
@@ -36,10 +37,6 @@ class Harness(ABC):
     @abstractmethod
     def backend(self) -> QueueBackend:
         """A backend reading this log (fresh object, as a new query would build)."""
-
-    def store(self):
-        """The backend's own offset store (YT consumer, Kafka group), as a new query would open it."""
-        return self.backend().default_store()
 
     @abstractmethod
     def ids(self, batch: pa.RecordBatch) -> list[int]:

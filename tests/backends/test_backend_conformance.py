@@ -1,6 +1,7 @@
 """One conformance suite every queue backend must pass (YTsaurus on the embedded server, Kafka on a real broker).
 
-Each test pins one rule of the offset contract the Spark adapter relies on; all run against real servers.
+Each test pins one rule of the read contract the Spark adapter relies on (bounds, ranges, trimmed rows, new
+partitions); all run against real servers. Committed positions belong to the stores: ``tests/stores/``.
 """
 
 from __future__ import annotations
@@ -9,8 +10,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from spyt_queue.committer import Committer
-from spyt_queue.errors import ConsumerConflictError, DataLossError
+from spyt_queue.errors import DataLossError
 from spyt_queue.spark.partitions import DataLossPolicy
 from tests.backends.harness import Harness, KafkaHarness, YtHarness
 
@@ -75,63 +75,24 @@ def test_trimmed_rows_fail_or_are_skipped(log: Harness) -> None:
     assert read(log, key, 2, 8, fail=False) == [4, 5, 6, 7]
 
 
-def test_nothing_committed_at_first(log: Harness) -> None:
-    """No committed position yet: every partition reads as None (or is absent), so the consumer/group starting
-    position resolves to each partition's first available row."""
+def test_own_store_starts_empty_and_is_keyed_by_the_logs_partitions(log: Harness) -> None:
+    """The backend's own store (YT consumer, Kafka group) holds nothing for a fresh log, so the ``store``
+    starting position resolves to each partition's first available row; what one backend's store commits under
+    the log's partition keys, a new backend's store reads back. (The store contract itself is checked by
+    ``tests/stores/``.)"""
     from spyt_queue.positions import resolve_positions
     from spyt_queue.settings import Position
 
     log.produce(0, [1, 2, 3])
     log.trim(0, 1)
     backend = log.backend()
+    keys = log.partition_keys()
     committed = backend.default_store().committed()
-    assert [committed.get(k) for k in log.partition_keys()] == [None, None]
-    start = resolve_positions(Position("consumer"), backend.bounds(), committed)
-    assert [start[k] for k in log.partition_keys()] == [1, 0]
-
-
-def test_advance_then_committed_reads_it_back(log: Harness) -> None:
-    log.produce(0, list(range(3)))
-    backend = log.backend()
-    keys = log.partition_keys()
-    backend.default_store().advance({keys[0]: None}, {keys[0]: 3})
-    assert log.store().committed().get(keys[0]) == 3
-    backend.default_store().advance({keys[0]: 3}, {keys[0]: 1})  # moving backwards is allowed (explicit rewinds)
-    assert log.store().committed().get(keys[0]) == 1
-
-
-def test_advance_with_stale_old_offset_conflicts(log: Harness) -> None:
-    log.produce(0, list(range(5)))
-    keys = log.partition_keys()
-    log.store().advance({keys[0]: None}, {keys[0]: 4})
-    with pytest.raises(ConsumerConflictError):
-        log.store().advance({keys[0]: 2}, {keys[0]: 5})
-    assert log.store().committed().get(keys[0]) == 4
-
-
-def test_committer_cas_conflict_with_another_committer(log: Harness) -> None:
-    """Someone else moved the position after this query's last advance: the next advance fails, nothing is
-    overwritten."""
-    keys = log.partition_keys()
-    log.produce(0, list(range(10)))
-    committer = Committer(log.store())
-    committer.advance_to({keys[0]: 3})
-    log.store().advance({keys[0]: 3}, {keys[0]: 7})
-    with pytest.raises(ConsumerConflictError):
-        committer.advance_to({keys[0]: 5})
-    assert log.store().committed().get(keys[0]) == 7
-
-
-def test_committer_recognises_its_own_applied_advance(log: Harness) -> None:
-    """A compare-and-set that fails because the position already equals the target (a lost response) succeeds."""
-    keys = log.partition_keys()
-    log.produce(0, list(range(10)))
-    committer = Committer(log.store())
-    committer.advance_to({keys[0]: 2})
-    log.store().advance({keys[0]: 2}, {keys[0]: 5})  # as if our own earlier attempt had been applied
-    assert committer.advance_to({keys[0]: 5}) is True
-    assert committer.advance_to({keys[0]: 6}) is True
-    assert log.store().committed().get(keys[0]) == 6
+    assert [committed.get(k) for k in keys] == [None, None]
+    start = resolve_positions(Position("store"), backend.bounds(), committed)
+    assert [start[k] for k in keys] == [1, 0]
+    backend.default_store().advance({keys[0]: None, keys[1]: None}, {keys[0]: 3, keys[1]: 0})
+    assert log.backend().default_store().committed() == {keys[0]: 3, keys[1]: 0}
 
 
 def test_trimmed_prefix_of_a_range_and_fully_trimmed_range(log: Harness) -> None:
@@ -145,17 +106,6 @@ def test_trimmed_prefix_of_a_range_and_fully_trimmed_range(log: Harness) -> None
     with pytest.raises(DataLossError, match=r"\[2, 8\)"):
         read(log, key, 2, 8)
     assert read(log, key, 2, 8, fail=False) == []
-
-
-def test_committer_is_idempotent_and_detects_a_consumer_ahead(log: Harness) -> None:
-    log.produce(0, list(range(5)))
-    keys = log.partition_keys()
-    committer = Committer(log.store())
-    assert committer.advance_to({keys[0]: 5, keys[1]: 0}) is True
-    assert committer.advance_to({keys[0]: 5, keys[1]: 0}) is False
-    restarted = Committer(log.store())
-    with pytest.raises(ConsumerConflictError, match="ahead"):
-        restarted.advance_to({keys[0]: 2, keys[1]: 0})
 
 
 def test_added_partitions_appear_from_their_first_row(log: Harness) -> None:

@@ -238,6 +238,37 @@ def test_committer_reports_another_writer(factory: StoreFactory, source: str) ->
     assert stored(factory.store(source)) == {k0: 50}
 
 
+def test_committer_takes_a_position_already_at_its_target_as_applied(factory: StoreFactory, source: str) -> None:
+    """The store already holds the target (an earlier attempt was applied, its reply lost): the compare-and-set
+    from the stale baseline fails, the committer re-reads, finds its target, and carries on from there."""
+    k0 = factory.key(0)
+    committer = Committer(factory.store(source), backoff_seconds=0)
+    committer.advance_to({k0: 2})
+    factory.store(source).advance({k0: 2}, {k0: 5})  # as if our own earlier attempt had been applied
+    assert committer.advance_to({k0: 5}) is True
+    assert committer.advance_to({k0: 6}) is True
+    assert stored(factory.store(source)) == {k0: 6}
+
+
+def test_restarted_committer_refuses_a_store_ahead_of_it(factory: StoreFactory, source: str) -> None:
+    k0, k1 = factory.key(0), factory.key(1)
+    committer = Committer(factory.store(source), backoff_seconds=0)
+    assert committer.advance_to({k0: 5, k1: 0}) is True
+    assert committer.advance_to({k0: 5, k1: 0}) is False
+    restarted = Committer(factory.store(source), backoff_seconds=0)
+    with pytest.raises(ConsumerConflictError, match="ahead"):
+        restarted.advance_to({k0: 2, k1: 0})
+    assert stored(factory.store(source)) == {k0: 5, k1: 0}
+
+
+def test_advance_may_move_backwards(factory: StoreFactory, source: str) -> None:
+    """Explicit rewinds (a query started below its store's position) move positions back."""
+    k0 = factory.key(0)
+    factory.store(source).advance({k0: None}, {k0: 3})
+    factory.store(source).advance({k0: 3}, {k0: 1})
+    assert stored(factory.store(source)) == {k0: 1}
+
+
 def test_transient_errors_are_classified(factory: StoreFactory, source: str) -> None:
     store = factory.store(source)
     assert store.is_transient(factory.lost_reply_error())
