@@ -1,4 +1,5 @@
-"""Test and local-development infrastructure: a real Apache Kafka broker (KRaft) from Maven jars.
+"""Test and local-development infrastructure: real Apache Kafka (KRaft) and ZooKeeper servers from Maven jars.
 
-See ``integration/README.md``; the broker itself lives in :mod:`integration.kafka_broker`.
+See ``integration/README.md``. The launcher they share is :mod:`integration.java_server`; the servers are
+:mod:`integration.kafka_broker` and :mod:`integration.zookeeper`.
 """
