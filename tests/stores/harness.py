@@ -76,22 +76,10 @@ class StoreFactory(ABC):
     def lost_reply_error(self) -> BaseException:
         """An error the store classifies as transient, as raised when a reply is lost on the way back."""
 
-    @contextlib.contextmanager
-    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> Iterator[None]:
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
         """Within the block, ``store``'s next :meth:`advance` runs ``writer`` after reading the current positions
         and before writing. A store that reads and writes in one atomic step runs ``writer`` first."""
-        original = store.advance
-
-        def advance(old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-            store.advance = original  # type: ignore[method-assign]
-            writer()
-            original(old, new)
-
-        store.advance = advance  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            store.advance = original  # type: ignore[method-assign]
+        return hook_once(store, "advance", writer_first(writer))
 
     def close(self) -> None:
         for store in self.opened:
@@ -172,22 +160,9 @@ class ZooKeeperFactory(StoreFactory):
 
         return ConnectionLoss()
 
-    @contextlib.contextmanager
-    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> Iterator[None]:
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
         """The writer runs right after the store read the znodes' versions, before its ``multi``."""
-        original: Any = store._read  # type: ignore[attr-defined]
-
-        def read(paths: Mapping[str, str]) -> Any:
-            store._read = original  # type: ignore[attr-defined]
-            result = original(paths)
-            writer()
-            return result
-
-        store._read = read  # type: ignore[attr-defined]
-        try:
-            yield
-        finally:
-            store._read = original  # type: ignore[attr-defined]
+        return hook_once(store, "_read", writer_after(writer))
 
 
 class YtConsumerFactory(StoreFactory):
@@ -254,27 +229,13 @@ class YtConsumerFactory(StoreFactory):
 
         return ReadTimeout("read timed out: the advance may have been applied")
 
-    @contextlib.contextmanager
-    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> Iterator[None]:
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
         """The writer commits (from another thread) after the store's tablet transaction started and before its
         first ``advance_consumer``: the CAS reads at the transaction's start timestamp, so only the commit can
         notice the writer."""
         assert isinstance(store, YtConsumerStore)
         client = client_of_this_thread(store.connection)  # the one the store's advance uses in this thread
-        original, mine = client.advance_consumer, threading.get_ident()
-
-        def advance_consumer(*args: Any, **kwargs: Any) -> Any:
-            if client.advance_consumer is advance_consumer:
-                client.advance_consumer = original
-                assert threading.get_ident() == mine
-                run_in_thread(writer)
-            return original(*args, **kwargs)
-
-        client.advance_consumer = advance_consumer
-        try:
-            yield
-        finally:
-            client.advance_consumer = original
+        return hook_once(client, "advance_consumer", writer_first(lambda: run_in_thread(writer)))
 
 
 class KafkaGroupFactory(StoreFactory):
@@ -339,30 +300,58 @@ class KafkaGroupFactory(StoreFactory):
 
         return KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, "OffsetCommit timed out (reply lost)"))
 
-    @contextlib.contextmanager
-    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> Iterator[None]:
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
         """The writer runs after the store's advance read the group's offsets, before it commits."""
-        assert isinstance(store, KafkaGroupStore)
-        advance, read = store.advance, store.committed
 
-        def read_then_write() -> dict[str, int | None]:
-            store.committed = read  # type: ignore[method-assign]
-            positions = read()
-            writer()
-            return positions
+        def advance(original: Callable[..., None], old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+            with hook_once(store, "committed", writer_after(writer)):
+                original(old, new)
 
-        def advance_once(old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-            store.advance, store.committed = advance, read_then_write  # type: ignore[method-assign]
-            try:
-                advance(old, new)
-            finally:
-                store.committed = read  # type: ignore[method-assign]
+        return hook_once(store, "advance", advance)
 
-        store.advance = advance_once  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            store.advance, store.committed = advance, read  # type: ignore[method-assign]
+
+@contextlib.contextmanager
+def hook_once(target: Any, name: str, hook: Callable[..., Any]) -> Iterator[None]:
+    """Within the block, the next call of ``target.<name>(...)`` runs ``hook(original, ...)`` instead; the
+    attribute is restored first, so the hook (and anything it calls) reaches the original."""
+    original, own = getattr(target, name), name in vars(target)
+
+    def restore() -> None:
+        if own:
+            setattr(target, name, original)
+        else:
+            vars(target).pop(name, None)
+
+    def once(*args: Any, **kwargs: Any) -> Any:
+        restore()
+        return hook(original, *args, **kwargs)
+
+    setattr(target, name, once)
+    try:
+        yield
+    finally:
+        restore()
+
+
+def writer_first(writer: Callable[[], None]) -> Callable[..., Any]:
+    """A :func:`hook_once` hook running ``writer`` before the original call."""
+
+    def hook(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        writer()
+        return original(*args, **kwargs)
+
+    return hook
+
+
+def writer_after(writer: Callable[[], None]) -> Callable[..., Any]:
+    """A :func:`hook_once` hook running ``writer`` after the original call, before handing back its result."""
+
+    def hook(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        writer()
+        return result
+
+    return hook
 
 
 def run_in_thread(call: Callable[[], None]) -> None:

@@ -134,39 +134,30 @@ def advance_past_a_writer(factory: StoreFactory, mine, writer, old: dict, new: d
     return refused
 
 
-def test_writer_between_read_and_write_fails_the_whole_advance(factory: StoreFactory, source: str) -> None:
-    k0, k1 = factory.key(0), factory.key(1)
+#: Writers slipping into an advance, by partition number: (committed first, the writer's (old, new), mine's
+#: (old, new)). "unchanged-partition": k1 rides along in mine's advance unchanged and must still be compared.
+WRITERS_INSIDE = {
+    "moved-partition": ({0: 5, 1: 7}, ({1: 7}, {1: 20}), ({0: 5, 1: 7}, {0: 8, 1: 9})),
+    "unchanged-partition": ({0: 5, 1: 7}, ({1: 7}, {1: 20}), ({0: 5, 1: 7}, {0: 8, 1: 7})),
+    "new-partition": ({0: 5}, ({1: None}, {1: 4}), ({0: 5, 1: None}, {0: 8, 1: 3})),
+}
+
+
+@pytest.mark.parametrize("case", list(WRITERS_INSIDE))
+def test_writer_between_read_and_write_fails_the_whole_advance(factory: StoreFactory, source: str, case: str) -> None:
+    """With compare-and-set nothing of mine's advance is written; without (Kafka) the writer is overwritten."""
+    first, (their_old, their_new), (my_old, my_new) = WRITERS_INSIDE[case]
+
+    def keyed(positions: dict) -> dict:
+        return {factory.key(index): value for index, value in positions.items()}
+
     mine, other = factory.store(source), factory.store(source)
-    mine.advance({k0: None, k1: None}, {k0: 5, k1: 7})
-    writer = lambda: other.advance({k1: 7}, {k1: 20})  # noqa: E731
-    refused = advance_past_a_writer(factory, mine, writer, {k0: 5, k1: 7}, {k0: 8, k1: 9})
+    mine.advance(dict.fromkeys(keyed(first)), keyed(first))
+    writer = lambda: other.advance(keyed(their_old), keyed(their_new))  # noqa: E731
+    refused = advance_past_a_writer(factory, mine, writer, keyed(my_old), keyed(my_new))
     assert refused is factory.compare_and_set
-    if factory.compare_and_set:
-        assert stored(factory.store(source)) == {k0: 5, k1: 20}  # k0 not half-written
-    else:
-        assert stored(factory.store(source)) == {k0: 8, k1: 9}  # the writer's k1 is overwritten
-
-
-def test_writer_moving_an_unchanged_partition_meanwhile_fails_the_advance(factory: StoreFactory, source: str) -> None:
-    k0, k1 = factory.key(0), factory.key(1)
-    mine, other = factory.store(source), factory.store(source)
-    mine.advance({k0: None, k1: None}, {k0: 5, k1: 7})
-    writer = lambda: other.advance({k1: 7}, {k1: 20})  # noqa: E731
-    refused = advance_past_a_writer(factory, mine, writer, {k0: 5, k1: 7}, {k0: 8, k1: 7})  # k1 rides along
-    assert refused is factory.compare_and_set
-    expected = {k0: 5, k1: 20} if factory.compare_and_set else {k0: 8, k1: 7}
-    assert stored(factory.store(source)) == expected
-
-
-def test_writer_creating_a_new_partition_meanwhile_fails_the_advance(factory: StoreFactory, source: str) -> None:
-    k0, k1 = factory.key(0), factory.key(1)
-    mine, other = factory.store(source), factory.store(source)
-    mine.advance({k0: None}, {k0: 5})
-    writer = lambda: other.advance({k1: None}, {k1: 4})  # noqa: E731
-    refused = advance_past_a_writer(factory, mine, writer, {k0: 5, k1: None}, {k0: 8, k1: 3})
-    assert refused is factory.compare_and_set
-    expected = {k0: 5, k1: 4} if factory.compare_and_set else {k0: 8, k1: 3}
-    assert stored(factory.store(source)) == expected
+    expected = {**first, **their_new} if factory.compare_and_set else {**first, **their_new, **my_new}
+    assert stored(factory.store(source)) == keyed(expected)
 
 
 def test_writer_before_the_advance_fails_it_even_on_an_unchanged_partition(factory: StoreFactory, source: str) -> None:
