@@ -137,6 +137,22 @@ def _commit(writer: YtTableWriter, iterator: Iterator[pa.RecordBatch]) -> YtWrit
     return YtWriteCommit(rows=stats.rows, skipped=stats.skipped, requests=stats.requests, tablets=stats.tablets)
 
 
+def describe_abort(writer: YtTableWriter, messages: list[WriterCommitMessage | None]) -> str:
+    """What the tasks of a failed write that did finish left in the table, and what a replay does with it.
+
+    The failed task's own rows are described by its error: none with producer sessions, none of the Arrow batch
+    holding a bad row (and none at all when its rows fit in one ``dyn_batch_size`` chunk) otherwise."""
+    done = [m for m in messages if isinstance(m, YtWriteCommit)]
+    rows = sum(m.rows for m in done)
+    if writer.producer_path:
+        effect = "writing them again skips them (producer sessions)"
+    elif writer.table.sorted:
+        effect = "writing them again upserts the same keys"
+    else:
+        effect = "writing them again appends them twice"
+    return f"{len(done)} of {len(messages)} tasks finished and wrote {rows} rows into {writer.path}, kept: {effect}"
+
+
 class YtStreamWriter(DataSourceStreamArrowWriter):
     """Each micro-batch's tasks write their rows; every ``insert_rows`` is durable when it returns."""
 
@@ -153,7 +169,9 @@ class YtStreamWriter(DataSourceStreamArrowWriter):
         check_one_task_per_source_tablet(messages)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Rows of successful tasks stay (at-least-once); the replay rewrites or skips them."""
+        """Rows of successful tasks stay and the batch is not committed; the replay appends them again, upserts
+        them again or skips them (producer sessions). Logged with the counts."""
+        log.warning("micro-batch %s failed: %s", batchId, describe_abort(self.writer, messages))
 
 
 class YtBatchWriter(DataSourceArrowWriter):
@@ -165,6 +183,10 @@ class YtBatchWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> YtWriteCommit:  # type: ignore[override]
         """Write one task's rows (on an executor)."""
         return _commit(self.writer, iterator)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Rows of successful tasks stay (dynamic tables have no job-wide transaction here); logged with counts."""
+        log.warning("write failed: %s", describe_abort(self.writer, messages))
 
 
 def yt_stream_writer(options: Options, schema: StructType, overwrite: bool = False) -> YtStreamWriter:

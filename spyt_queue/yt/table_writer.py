@@ -293,9 +293,10 @@ class YtTableWriter:
         if stats.rows == 0:
             return "Nothing of this task was written."
         verb = "upserted" if self.table.sorted else "appended"
+        requests = f"{stats.requests} insert_rows request{'' if stats.requests == 1 else 's'}"
         return (
-            f"This task had already {verb} its first {stats.rows} rows ({stats.requests} insert_rows requests of at "
-            f"most dyn_batch_size={self.dyn_batch_size} rows); nothing after them was written."
+            f"This task had already {verb} its first {stats.rows} rows ({requests} of at most "
+            f"dyn_batch_size={self.dyn_batch_size} rows); nothing after them was written."
         )
 
     # -- conversion ----------------------------------------------------------------------------------------

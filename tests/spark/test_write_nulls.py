@@ -7,12 +7,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
+from spyt_queue.errors import BadRecordError
+from spyt_queue.spark.sink import YtWriteCommit, describe_abort
 from spyt_queue.yt.admin import column, create_producer, create_queue, create_table
+from spyt_queue.yt.backend import YtConnection
+from spyt_queue.yt.schema import YtSchema
+from spyt_queue.yt.table_writer import YtTableWriter
 from tests.kafka.helpers import Topic
 from tests.spark.helpers import make_pipeline
 
@@ -85,7 +91,7 @@ def test_append_keeps_chunks_sent_before_the_arrow_batch_with_the_null(spark, yt
     line = _error_line(failure.value)
     assert "'name'" in line and "row 7 of Spark partition 0" in line, line
     assert line.endswith(
-        "This task had already appended its first 3 rows (1 insert_rows requests of at most dyn_batch_size=3 rows); "
+        "This task had already appended its first 3 rows (1 insert_rows request of at most dyn_batch_size=3 rows); "
         "nothing after them was written."
     ), line
     assert _ids(yt, target) == [0, 1, 2]
@@ -253,3 +259,41 @@ def test_kafka_null_topic_refuses_its_arrow_batch_before_producing(spark, kafka_
     ), line
     assert line.endswith("This task had already delivered its first 3 records; none after them was produced."), line
     assert _values(target) == ["v0", None, "v2"]
+
+
+# -- the writer itself: producer service columns, and what an aborted write logs ----------------------------------
+
+
+def test_producer_write_refuses_a_null_source_row_before_pushing_anything(yt, yt_proxy, yt_root) -> None:
+    """A null source row index can not be a sequence number: refused with nothing pushed (it was a TypeError)."""
+    target, producer = f"{yt_root}/exact", f"{yt_root}/producer"
+    create_queue(yt, target, PAYLOAD_REQUIRED)
+    create_producer(yt, producer)
+    schema = YtSchema.parse(yt.get(f"{target}/@schema"))
+    writer = YtTableWriter(YtConnection(yt_proxy), target, schema, producer_path=producer, producer_session_prefix="w")
+    good = pa.RecordBatch.from_pydict(
+        {TAB: pa.array([0, 0], pa.int64()), ROW: pa.array([0, 1], pa.int64()), "id": [0, 1], "payload": ["a", "b"]}
+    )
+    bad = pa.RecordBatch.from_pydict(
+        {TAB: pa.array([0, 0], pa.int64()), ROW: pa.array([2, None], pa.int64()), "id": [2, 3], "payload": ["c", "d"]}
+    )
+    with pytest.raises(BadRecordError) as failure:
+        writer.write(iter([good, bad]))
+    message = str(failure.value)
+    assert message.startswith(
+        f"Null in service column '{ROW}' of {target}: row 3 of this task (source tablet 0, row None)"
+    )
+    assert message.endswith("Nothing of this task was pushed."), message
+    assert _ids(yt, target) == [] and list(yt.select_rows(f"* from [{producer}]")) == []
+
+
+def test_abort_says_what_finished_tasks_left_and_what_writing_again_does(yt, yt_proxy, yt_root) -> None:
+    target = f"{yt_root}/ordered"
+    create_queue(yt, target, REQUIRED)
+    writer = YtTableWriter(YtConnection(yt_proxy), target, YtSchema.parse(yt.get(f"{target}/@schema")))
+    messages = [YtWriteCommit(rows=3, skipped=0, requests=1), None]
+    assert describe_abort(writer, messages) == (
+        f"1 of 2 tasks finished and wrote 3 rows into {target}, kept: writing them again appends them twice"
+    )
+    writer.producer_path = f"{yt_root}/producer"
+    assert describe_abort(writer, messages).endswith("kept: writing them again skips them (producer sessions)")
