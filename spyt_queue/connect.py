@@ -9,16 +9,85 @@ from __future__ import annotations
 
 from spyt_queue.backend import QueueBackend
 from spyt_queue.errors import OptionError
-from spyt_queue.options import Options
-from spyt_queue.settings import ReaderSettings
+from spyt_queue.options import Options, connect_timeout
+from spyt_queue.settings import READER_OPTIONS, TIMESTAMP_OPTIONS, ReaderSettings
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.registry import OPTION as STORE_OPTION
 from spyt_queue.stores.registry import check_uri, is_native, open_store
+
+#: Offset store options (``offsets.store`` is parsed by :mod:`spyt_queue.stores.registry`, the group here).
+STORE_OPTIONS = (STORE_OPTION, "offsets.group")
 
 
 def is_kafka(options: Options) -> bool:
     """Whether the options describe a Kafka source or sink."""
     return "kafka.bootstrap.servers" in options
+
+
+def check_source_options(options: Options) -> None:
+    """Refuse option names no part of the source reads (a misspelt ``max_rows_per_partiton``), before any work.
+
+    The names are those of either mode: options valid for one mode only (``endingOffsets`` on a stream) are
+    refused by :class:`ReaderSettings` with a message of their own."""
+    if is_kafka(options):
+        from spyt_queue.kafka.options import KAFKA_PREFIX, KAFKA_SOURCE_OPTIONS, SPARK_KAFKA_IGNORED_OPTIONS
+
+        known = (*KAFKA_SOURCE_OPTIONS, *SPARK_KAFKA_IGNORED_OPTIONS, *READER_OPTIONS, *TIMESTAMP_OPTIONS)
+        yt_only = ("proxy", "consumer_path", "include_service_columns", "parsing_type_v3", "binary_strings")
+        hints = {name: "it is an option of YTsaurus queues, not of Kafka topics" for name in yt_only}
+        hints["path"] = "a Kafka source reads topics: use subscribe, subscribePattern or assign instead of load(path)"
+        options.check_known((*known, *STORE_OPTIONS), "the Kafka source", prefixes=(KAFKA_PREFIX,), hints=hints)
+        return
+    from spyt_queue.kafka.options import KAFKA_SOURCE_OPTIONS
+    from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_SOURCE_OPTIONS
+
+    kafka_only = (*KAFKA_SOURCE_OPTIONS, *TIMESTAMP_OPTIONS)
+    hints = {
+        name: "it is an option of the Kafka adapter, which is used when kafka.bootstrap.servers is set"
+        for name in kafka_only
+        if name.lower() not in {known.lower() for known in YT_SOURCE_OPTIONS}
+    }
+    options.check_known(
+        (*YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS),
+        "the YTsaurus queue source",
+        prefixes=(YT_CONFIG_PREFIX,),
+        hints=hints,
+    )
+
+
+#: Options Spark itself passes to every streaming sink (``writeStream...start(path)`` passes ``path`` too).
+SPARK_SINK_OPTIONS = ("path", "checkpointLocation", "queryName")
+
+
+def check_sink_options(options: Options, known: tuple[str, ...], what: str, prefix: str) -> None:
+    """Refuse option names ``what`` (a sink) does not read, saying so when one belongs to the source."""
+    reading = (
+        *READER_OPTIONS,
+        *TIMESTAMP_OPTIONS,
+        *STORE_OPTIONS,
+        "consumer_path",
+        "subscribe",
+        "include_service_columns",
+    )
+    hints = {name: "it is a reading option: set it on spark.readStream / spark.read" for name in reading}
+    options.check_known((*known, *SPARK_SINK_OPTIONS), what, prefixes=(prefix,), hints=hints)
+
+
+def check_reachable(options: Options) -> None:
+    """Fail within ``connect_timeout`` seconds, in one line naming the endpoint, if the proxy or the Kafka brokers
+    do not answer (checked once per process; ``yt.wrapper`` alone retries an unreachable proxy for two minutes)."""
+    timeout = connect_timeout(options)
+    if is_kafka(options):
+        from spyt_queue.kafka.clients import check_brokers_reachable
+        from spyt_queue.kafka.options import kafka_config
+
+        check_brokers_reachable(kafka_config(options), timeout)
+        return
+    from spyt_queue.yt.options import connection_from_options
+    from spyt_queue.ytclient import check_proxy_reachable
+
+    connection = connection_from_options(options)
+    check_proxy_reachable(connection.proxy, connection.config, timeout)
 
 
 def backend_for(options: Options, streaming: bool) -> QueueBackend:
@@ -67,7 +136,12 @@ def store_for(options: Options, backend: QueueBackend) -> OffsetStore | None:
     """The offset store of a query: ``offsets.store`` when it names one, else the backend's own."""
     uri = options.get_str(STORE_OPTION)
     if is_native(uri):
-        return backend.default_store()
+        store = backend.default_store()
+        if store is not None and not is_kafka(options):
+            from spyt_queue.yt.options import check_consumer_registered
+
+            check_consumer_registered(backend)  # on the driver when the query starts, not inside a task
+        return store
     assert uri is not None
     return open_store(uri, backend.source_id, group_for(options, backend))
 

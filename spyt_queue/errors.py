@@ -54,3 +54,15 @@ class ProducerSequenceError(SpytQueueError):
     for good): one source tablet split across tasks, a repartition, or rows missing from the input."""
 
     code = "PRODUCER_SEQUENCE"
+
+
+class UnreachableError(SpytQueueError):
+    """A YTsaurus proxy or Kafka broker did not answer within ``connect_timeout``; the message names it."""
+
+    code = "UNREACHABLE"
+
+
+class ConsumerNotRegisteredError(SpytQueueError):
+    """The consumer table of a stream is missing or not registered for the queue; the message says how to fix it."""
+
+    code = "CONSUMER_NOT_REGISTERED"

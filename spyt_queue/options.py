@@ -7,11 +7,17 @@ accepted values, before any query starts.
 
 from __future__ import annotations
 
+import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from spyt_queue.errors import OptionError
+
+#: Seconds a source or sink waits for a YTsaurus proxy or Kafka broker to answer at ``load()``/``save()``/
+#: ``start()`` before failing with one line naming the endpoint (the ``connect_timeout`` option).
+DEFAULT_CONNECT_TIMEOUT_S = 20.0
+CONNECT_TIMEOUT_OPTION = "connect_timeout"
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -92,10 +98,67 @@ class Options:
         except json.JSONDecodeError as error:
             raise OptionError(name, f"not valid JSON ({error.msg} at position {error.pos}): {value!r}") from None
 
+    def check_known(
+        self, known: Iterable[str], what: str, prefixes: Iterable[str] = (), hints: Mapping[str, str] | None = None
+    ) -> None:
+        """Refuse an option that is neither in ``known`` nor under one of the pass-through ``prefixes``.
+
+        Spark lower-cases option names, so the comparison ignores case; the error names the option as Spark gave
+        it and suggests the closest known name (``difflib``). ``hints`` maps option names that belong elsewhere
+        (a Kafka option on a YT source) to a sentence saying so.
+        """
+        canonical = {name.lower(): name for name in known}
+        open_prefixes = tuple(prefix.lower() for prefix in prefixes)
+        for key in sorted(self._raw):
+            if key in canonical or (open_prefixes and key.startswith(open_prefixes)):
+                continue
+            hint = {name.lower(): text for name, text in (hints or {}).items()}.get(key, "")
+            raise OptionError(key, unknown_option_message(key, canonical, what, open_prefixes, hint))
+
     def with_prefix(self, prefix: str) -> dict[str, str]:
         """Options starting with ``prefix``, prefix removed (pass-through configuration)."""
         prefix = prefix.lower()
         return {k[len(prefix) :]: v for k, v in self._raw.items() if k.startswith(prefix)}
+
+
+def connect_timeout(options: Options) -> float:
+    """``connect_timeout``: seconds to wait for a proxy or broker at ``load()``/``save()``/``start()``."""
+    value = options.get_str(CONNECT_TIMEOUT_OPTION)
+    if value is None:
+        return DEFAULT_CONNECT_TIMEOUT_S
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise OptionError(CONNECT_TIMEOUT_OPTION, f"expected a number of seconds > 0, got {value!r}")
+    return seconds
+
+
+def unknown_option_message(
+    key: str, canonical: Mapping[str, str], what: str, prefixes: tuple[str, ...] = (), hint: str = ""
+) -> str:
+    """The reason an unknown option is refused, with the closest known name (``did you mean``) or the open prefixes."""
+    message = f"not an option of {what}"
+    if hint:
+        return f"{message}: {hint}"
+    close = difflib.get_close_matches(key, list(canonical), n=1, cutoff=0.6)
+    if not close:  # a misspelt prefix (kafak.bootstrap.servers): compare with the prefix put back
+        for prefix in prefixes:
+            head, dot, tail = key.partition(".")
+            if dot and difflib.SequenceMatcher(None, head + ".", prefix).ratio() >= 0.6:
+                close = [prefix + tail]
+                break
+    else:
+        close = [canonical[close[0]]]
+    if close:
+        message += f"; did you mean '{close[0]}'?"
+    else:
+        message += " (see the option tables in the README"
+        if prefixes:
+            message += f"; {', '.join(p + '*' for p in prefixes)} options are passed through"
+        message += ")"
+    return message
 
 
 def parse_positions(option: str, value: Any, what: str = "partition", allow_special: bool = False) -> dict[str, int]:

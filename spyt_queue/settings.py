@@ -16,6 +16,34 @@ STORE_KINDS = ("consumer", "group", "store")  # startingOffsets resuming from th
 
 PositionsParser = Callable[[str, Any], dict[str, int]]
 
+#: Every option :meth:`ReaderSettings.parse` reads (aliases included), for the unknown-option check. Options valid in
+#: one mode only (``endingOffsets`` on a stream) are known here and refused by ``parse`` with a message of their own.
+READER_OPTIONS = (
+    "startingOffsets",
+    "endingOffsets",
+    "minOffsetsPerTrigger",
+    "min_rows_per_trigger",
+    "maxOffsetsPerTrigger",
+    "max_rows_per_trigger",
+    "maxTriggerDelay",
+    "max_rows_per_partition",
+    "maxRowsPerPartition",
+    "failOnDataLoss",
+    "fail_on_data_loss",
+    "maxRecordsPerPartition",
+    "max_rows_per_task",
+    "minPartitions",
+    "min_tasks",
+)
+#: Kafka's ``startingTimestamp`` family, read when ``ReaderSettings.parse`` gets a ``timestamps`` parser.
+TIMESTAMP_OPTIONS = (
+    "startingTimestamp",
+    "startingOffsetsByTimestamp",
+    "startingOffsetsByTimestampStrategy",
+    "endingTimestamp",
+    "endingOffsetsByTimestamp",
+)
+
 
 def flat_parser(option: str, data: Any) -> dict[str, int]:
     """Per-partition JSON with flat keys: ``{"0": 5, "1": -2}`` (YT tablets)."""

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from spyt_queue.errors import OptionError
+from spyt_queue.errors import OptionError, UnreachableError
+from spyt_queue.options import DEFAULT_CONNECT_TIMEOUT_S
 
 log = logging.getLogger("spyt_queue.kafka")
+#: librdkafka's own log lines (thousands of "Connect to ... failed" while a broker is down) go here at DEBUG level,
+#: instead of the console; ``kafka.log_level`` or ``kafka.debug`` give them back to librdkafka's stderr output.
+librdkafka_log = logging.getLogger("spyt_queue.kafka.librdkafka")
 
 _ADMINS: dict[str, AdminClient] = {}
 _IDLE_CONSUMERS: dict[str, list[Consumer]] = {}
@@ -28,8 +33,27 @@ READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
 
 
+_REACHED: set[str] = set()  # bootstrap servers this process already reached
+
+
 def _key(config: Mapping[str, Any]) -> str:
     return repr(sorted((k, str(v)) for k, v in config.items()))
+
+
+class _DebugLog:
+    """A ``logger`` for confluent-kafka that files every librdkafka line at DEBUG level."""
+
+    def log(self, level: int, message: str, *args: Any) -> None:
+        librdkafka_log.debug(message, *args)
+
+
+def quiet(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with librdkafka's log lines routed to :data:`librdkafka_log` (DEBUG), unless the user asked for
+    them with ``kafka.log_level`` or ``kafka.debug``."""
+    settings = dict(config)
+    if "logger" not in settings and "log_level" not in settings and "debug" not in settings:
+        settings["logger"] = _DebugLog()
+    return settings
 
 
 def admin_client(config: Mapping[str, Any]) -> AdminClient:
@@ -38,9 +62,38 @@ def admin_client(config: Mapping[str, Any]) -> AdminClient:
     with _LOCK:
         admin = _ADMINS.get(key)
         if admin is None:
-            admin = AdminClient(dict(config))
+            admin = AdminClient(quiet(config))
             _ADMINS[key] = admin
         return admin
+
+
+def check_brokers_reachable(
+    config: Mapping[str, Any], timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S, option: str = "kafka.bootstrap.servers"
+) -> None:
+    """Fail within about ``timeout_s`` seconds, naming the bootstrap servers, unless a broker answers a metadata
+    request. librdkafka keeps reconnecting on its own; this bounds the wait and says which endpoint it was.
+    Servers reached once are not checked again in this process."""
+    servers = str(config.get("bootstrap.servers", ""))
+    if servers in _REACHED:
+        return
+    settings = quiet(config)
+    settings.setdefault("socket.connection.setup.timeout.ms", int(max(1.0, min(timeout_s, 30.0)) * 1000))
+    admin = AdminClient(settings)
+    started = time.monotonic()
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as error:
+        inner = error.args[0] if error.args else error
+        reason = inner.str() if isinstance(inner, KafkaError) else str(inner)
+        waited = time.monotonic() - started
+        raise UnreachableError(
+            f"Kafka bootstrap servers {servers} did not answer within {waited:.0f} s ({reason}): check the "
+            f"'{option}' option; connect_timeout sets the wait"
+        ) from None
+    finally:
+        del admin  # its threads stop; librdkafka's queued log lines go with it
+    with _LOCK:
+        _REACHED.add(servers)
 
 
 def isolation_level(config: Mapping[str, Any]) -> str:
@@ -88,7 +141,7 @@ def pooled_consumer(config: Mapping[str, Any], group_id: str | None = None) -> I
         idle = _IDLE_CONSUMERS.setdefault(key, [])
         consumer = idle.pop() if idle else None
     if consumer is None:
-        consumer = Consumer(consumer_config(config, group_id))
+        consumer = Consumer(quiet(consumer_config(config, group_id)))
     healthy = False
     try:
         yield consumer
@@ -135,7 +188,7 @@ def pooled_producer(config: Mapping[str, Any]) -> Iterator[Producer]:
         _discard_producer(stale)
     if producer is None:
         holder: list[int] = []
-        producer = Producer({**config, "error_cb": _on_producer_error(holder)})
+        producer = Producer(quiet({**config, "error_cb": _on_producer_error(holder)}))
         holder.append(id(producer))
         with _LOCK:
             _PRODUCERS[key] = producer

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spyt_queue.errors import OptionError
-from spyt_queue.options import Options
+from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 
 if TYPE_CHECKING:
     from spyt_queue.kafka.backend import KafkaBackend
@@ -25,6 +25,19 @@ FORBIDDEN_KAFKA_KEYS = {
     "interceptor.classes": "not supported by the Python client",
 }
 SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
+KAFKA_PREFIX = "kafka."
+#: Options :func:`kafka_backend_from_options` reads (plus everything under ``kafka.``); reader settings and offset
+#: stores add theirs (spyt_queue.connect).
+KAFKA_SOURCE_OPTIONS = (
+    *SUBSCRIPTION_OPTIONS,
+    "groupIdPrefix",
+    "includeHeaders",
+    "kafkaConsumer.pollTimeoutMs",
+    CONNECT_TIMEOUT_OPTION,
+)
+#: Options of Spark's Kafka source that have no effect here (offsets are fetched by librdkafka with its own
+#: retries): accepted, so queries port unchanged.
+SPARK_KAFKA_IGNORED_OPTIONS = ("fetchOffset.numRetries", "fetchOffset.retryIntervalMs")
 
 
 @dataclass(frozen=True)
@@ -89,7 +102,7 @@ def parse_subscription(options: Options) -> Subscription:
 
 def kafka_config(options: Options) -> dict[str, Any]:
     """The ``kafka.*`` options without their prefix, refusing the keys the adapter manages."""
-    config = options.with_prefix("kafka.")
+    config = options.with_prefix(KAFKA_PREFIX)
     if "bootstrap.servers" not in config:
         raise OptionError("kafka.bootstrap.servers", "required: the brokers to connect to, e.g. localhost:9092")
     for key, why in FORBIDDEN_KAFKA_KEYS.items():
@@ -133,6 +146,7 @@ def kafka_backend_from_options(options: Options) -> KafkaBackend:
 
     subscription = parse_subscription(options)
     config = kafka_config(options)
+    connect_timeout(options)  # validated here, used when the query connects (spyt_queue.connect)
     return Backend(
         config=config,
         subscription=subscription,

@@ -14,15 +14,18 @@ from confluent_kafka import KafkaException
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
+from spyt_queue.connect import check_sink_options
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
-from spyt_queue.kafka.clients import pooled_producer
-from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS
-from spyt_queue.options import Options
+from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
+from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_PREFIX
+from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 
 #: librdkafka's partitioner matching the Java client's default for keyed records (murmur2 of the key); records
 #: without a key are spread at random (Java sticks to one partition per batch: both are valid spreads).
 JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"
+#: Every option :func:`_writer` reads (plus ``kafka.*``); Spark adds path/checkpointLocation/queryName.
+KAFKA_SINK_OPTIONS = ("topic", CONNECT_TIMEOUT_OPTION)
 
 
 def _kafka_cause(error: BaseException) -> BaseException:
@@ -156,7 +159,8 @@ class KafkaRecordWriter:
 
 
 def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
-    config = options.with_prefix("kafka.")
+    check_sink_options(options, KAFKA_SINK_OPTIONS, "the Kafka sink", KAFKA_PREFIX)
+    config = options.with_prefix(KAFKA_PREFIX)
     if "bootstrap.servers" not in config:
         raise OptionError("kafka.bootstrap.servers", "required: the brokers to write to")
     for key in ("key.serializer", "value.serializer", "interceptor.classes"):
@@ -167,6 +171,7 @@ def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
     config.setdefault("partitioner", JAVA_COMPATIBLE_PARTITIONER)
     default_topic = options.get_str("topic")
     check_kafka_schema(schema, default_topic)
+    check_brokers_reachable(config, connect_timeout(options))  # within connect_timeout, naming the brokers
     return KafkaRecordWriter(config, default_topic)
 
 

@@ -11,15 +11,26 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from spyt_queue.connect import check_sink_options
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.options import Options
-from spyt_queue.yt.options import connection_from_options
+from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
 
 log = logging.getLogger("spyt_queue.write")
 
 DEFAULT_DYN_BATCH_SIZE = 50_000
+DYN_BATCH_SIZE_ALIASES = ("dynBatchSize", "spark.ytsaurus.write.dynBatchSize", "spark.yt.write.dynBatchSize")
+#: Every option :func:`table_writer_from_options` reads (plus ``yt.*``); Spark adds path/checkpointLocation/queryName.
+YT_SINK_OPTIONS = (
+    *YT_CONNECTION_OPTIONS,
+    "dyn_batch_size",
+    *DYN_BATCH_SIZE_ALIASES,
+    "producer_path",
+    "producer_session_prefix",
+    "producer_allow_gaps",
+)
 QUERY_ID_PROPERTY = "sql.streaming.queryId"  # local property Spark sets on every task of a streaming query
 
 
@@ -90,10 +101,13 @@ def task_session_prefix(writer: YtTableWriter) -> str:
 
 def table_writer_from_options(options: Options, schema: StructType) -> YtTableWriter:
     """Validate the sink options and the DataFrame schema against the target table, before any write."""
+    check_sink_options(options, YT_SINK_OPTIONS, "the YTsaurus table sink", YT_CONFIG_PREFIX)
     path = options.get_str("path")
     if not path:
         raise OptionError("path", "give the output table with .option('path', '//path/to/table') or .save(path)")
-    connection = connection_from_options(options)
+    batch_size = options.get_int("dyn_batch_size", None, *DYN_BATCH_SIZE_ALIASES)
+    allow_gaps = options.get_bool("producer_allow_gaps", False)
+    connection = reachable_connection(options)  # within connect_timeout, naming the proxy
     client = connection.client()
     try:
         attrs = client.get(path, attributes=["type", "dynamic", "schema", "tablet_state"]).attributes
@@ -103,9 +117,6 @@ def table_writer_from_options(options: Options, schema: StructType) -> YtTableWr
         raise SpytQueueError(f"{path} is not a dynamic table: ytqueue writes ordered or sorted dynamic tables")
     if attrs.get("tablet_state") != "mounted":
         raise SpytQueueError(f"{path} is not mounted (tablet_state={attrs.get('tablet_state')}); mount it first")
-    batch_size = options.get_int(
-        "dyn_batch_size", None, "dynBatchSize", "spark.ytsaurus.write.dynBatchSize", "spark.yt.write.dynBatchSize"
-    )
     writer = YtTableWriter(
         connection,
         path,
@@ -114,7 +125,7 @@ def table_writer_from_options(options: Options, schema: StructType) -> YtTableWr
         producer_path=options.get_str("producer_path"),
         # One session per source tablet and query: two queries writing one target never share a session.
         producer_session_prefix=default_session_prefix(options),
-        allow_gaps=options.get_bool("producer_allow_gaps", False),
+        allow_gaps=allow_gaps,
     )
     if writer.producer_path:
         if writer.table.sorted:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import Any, NoReturn
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn, TypeVar
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -16,10 +17,40 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from spyt_queue.connect import backend_for, is_kafka, require_store, settings_for, store_for
+from spyt_queue.connect import (
+    backend_for,
+    check_reachable,
+    check_source_options,
+    is_kafka,
+    require_store,
+    settings_for,
+    store_for,
+)
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.settings import STORE_KINDS
+
+T = TypeVar("T")
+
+
+def one_line(error: SpytQueueError) -> SpytQueueError:
+    """Prepare ``error`` to reach the user as one line: its own message, without a Python traceback.
+
+    Spark runs these driver-side calls in a short-lived Python worker that reports an exception as its formatted
+    traceback; PySpark's worker prints only ``Type: message`` when ``SPARK_HIDE_TRACEBACK`` is set (what
+    ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` does for UDFs). The worker exits right after
+    reporting the error, so setting it affects nothing else. Errors of spyt-queue carry everything in their message.
+    """
+    os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+    return error.with_traceback(None)
+
+
+def _user_errors(call: Callable[[], T]) -> T:
+    """Run a driver-side entry point, reporting spyt-queue's own errors in one line (see :func:`one_line`)."""
+    try:
+        return call()
+    except SpytQueueError as error:
+        raise one_line(error) from None
 
 
 class RejectedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -34,7 +65,7 @@ class RejectedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.error = error
 
     def _fail(self) -> NoReturn:
-        raise self.error.with_traceback(None)
+        raise one_line(self.error)
 
     def getDefaultReadLimit(self) -> Any:
         """Raises the option error."""
@@ -86,18 +117,28 @@ class YtQueueDataSource(DataSource):
 
         Runs at ``load()``: the reader options are checked here too, so a mistake fails before any query starts.
         """
+        return _user_errors(self._schema)
+
+    def _schema(self) -> StructType:
         options = self._options()
+        check_source_options(options)  # names, then values, then the server: each fails before the next is tried
         backend = backend_for(options, streaming=False)
         settings_for(options, streaming=None)
+        check_reachable(options)
         return backend.schema()
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        """A micro-batch reader committing to the consumer after the sink."""
+        """A micro-batch reader committing to the consumer after the sink.
+
+        Errors are raised from the reader's first call (:class:`RejectedStreamReader`), so ``query.exception()``
+        says them in one line."""
         from spyt_queue.spark.stream_reader import QueueStreamReader
 
         options = self._options()
         try:
+            check_source_options(options)
             backend, settings = backend_for(options, streaming=True), settings_for(options, streaming=True)
+            check_reachable(options)
             store = require_store(store_for(options, backend))
         except SpytQueueError as error:
             return RejectedStreamReader(error)
@@ -105,15 +146,23 @@ class YtQueueDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""
+        return _user_errors(self._reader)
+
+    def _reader(self) -> DataSourceReader:
         from spyt_queue.spark.batch_reader import QueueBatchReader
 
         options = self._options()
+        check_source_options(options)
         backend, settings = backend_for(options, streaming=False), settings_for(options, streaming=False)
+        check_reachable(options)
         store = store_for(options, backend) if settings.starting.kind in STORE_KINDS else None
         return QueueBatchReader(backend, settings, store)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        """Writes each micro-batch to a YT dynamic table."""
+        """Writes each micro-batch to a YT dynamic table or a Kafka topic."""
+        return _user_errors(lambda: self._stream_writer(schema, overwrite))
+
+    def _stream_writer(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         if is_kafka(self._options()):
             from spyt_queue.kafka.sink import kafka_stream_writer
 
@@ -123,7 +172,10 @@ class YtQueueDataSource(DataSource):
         return yt_stream_writer(self._options(), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        """Writes a DataFrame to a YT dynamic table."""
+        """Writes a DataFrame to a YT dynamic table or a Kafka topic."""
+        return _user_errors(lambda: self._writer(schema, overwrite))
+
+    def _writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if is_kafka(self._options()):
             from spyt_queue.kafka.sink import kafka_batch_writer
 

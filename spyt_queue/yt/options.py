@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
-from spyt_queue.errors import OptionError
-from spyt_queue.options import Options
+from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
+from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 from spyt_queue.yt.backend import YtConnection, YtQueueBackend
+from spyt_queue.ytclient import check_proxy_reachable
+
+log = logging.getLogger("spyt_queue.yt")
 
 YT_CONFIG_PREFIX = "yt."
+
+#: Options of :func:`connection_from_options` (plus everything under ``yt.``), for sources and sinks alike.
+YT_CONNECTION_OPTIONS = ("proxy", "cluster", "token", CONNECT_TIMEOUT_OPTION)
+#: Options :func:`yt_backend_from_options` reads; reader settings and offset stores add theirs (spyt_queue.connect).
+YT_SOURCE_OPTIONS = (
+    *YT_CONNECTION_OPTIONS,
+    "path",
+    "consumer_path",
+    "consumerPath",
+    "parsing_type_v3",
+    "include_service_columns",
+    "binary_strings",
+    "pull_batch_rows",
+)
 
 
 def connection_from_options(options: Options) -> YtConnection:
@@ -31,6 +49,13 @@ def connection_from_options(options: Options) -> YtConnection:
             node = node.setdefault(part, {})
         node[parts[-1]] = _typed(value)
     return YtConnection(proxy=proxy, token=options.get_str("token") or os.environ.get("YT_TOKEN"), config=config)
+
+
+def reachable_connection(options: Options) -> YtConnection:
+    """:func:`connection_from_options`, after checking that the proxy answers within ``connect_timeout``."""
+    connection = connection_from_options(options)
+    check_proxy_reachable(connection.proxy, connection.config, connect_timeout(options))
+    return connection
 
 
 def _typed(value: str) -> int | float | bool | str:
@@ -80,12 +105,50 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
             "a streaming read needs a consumer table (create one with `yt create queue_consumer //path` and "
             "register it with register_queue_consumer); ytqueue commits progress there after each batch",
         )
+    parsing_type_v3 = options.get_bool("parsing_type_v3", False)
+    include_service_columns = options.get_bool("include_service_columns", False)
+    binary_strings = options.get_bool("binary_strings", False)
+    pull_batch_rows = options.get_int("pull_batch_rows", 10_000) or 10_000
+    connect_timeout(options)
     return YtQueueBackend(
         connection=connection_from_options(options),
         queue_path=path,
         consumer_path=consumer,
-        parsing_type_v3=options.get_bool("parsing_type_v3", False),
-        include_service_columns=options.get_bool("include_service_columns", False),
-        binary_strings=options.get_bool("binary_strings", False),
-        pull_batch_rows=options.get_int("pull_batch_rows", 10_000) or 10_000,
+        parsing_type_v3=parsing_type_v3,
+        include_service_columns=include_service_columns,
+        binary_strings=binary_strings,
+        pull_batch_rows=pull_batch_rows,
+    )
+
+
+def check_consumer_registered(backend: YtQueueBackend) -> None:
+    """Raise :class:`ConsumerNotRegisteredError` in one line, saying how to fix it, when the backend's consumer table
+    is missing or not registered for its queue (YT would only say so inside a task, in a long HTTP error dump).
+
+    A cluster that refuses the registration lookup itself (permissions) is not a reason to stop: logged only."""
+    from yt.wrapper.errors import YtResponseError
+
+    from spyt_queue.yt.admin import consumer_registered
+
+    queue, consumer = backend.queue_path, backend.consumer_path
+    if not consumer:
+        return
+    client = backend.client
+    register = (
+        f"`ytqueue create-consumer {consumer} --queue {queue}` (or yt.wrapper's "
+        f"register_queue_consumer('{queue}', '{consumer}', vital=False))"
+    )
+    try:
+        if consumer_registered(client, queue, consumer):
+            return
+        exists = client.exists(consumer)
+    except YtResponseError as error:
+        log.warning("could not check that consumer %s is registered for %s: %s", consumer, queue, error)
+        return
+    if not exists:
+        raise ConsumerNotRegisteredError(
+            f"Consumer {consumer} (consumer_path) does not exist: create and register it with {register}"
+        )
+    raise ConsumerNotRegisteredError(
+        f"Consumer {consumer} (consumer_path) is not registered for queue {queue}: register it with {register}"
     )
