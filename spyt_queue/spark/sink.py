@@ -161,7 +161,11 @@ def describe_abort(writer: YtTableWriter, messages: list[WriterCommitMessage | N
         effect = "writing them again upserts the same keys"
     else:
         effect = "writing them again appends them twice"
-    return f"{len(done)} of {len(messages)} tasks finished and wrote {rows} rows into {writer.path}, kept: {effect}"
+    others = len(messages) - len(done)
+    summary = f"{len(done)} of {len(messages)} tasks finished, writing {rows} rows into {writer.path}"
+    if others:
+        summary += f"; the {others} failed or cancelled task(s) may have written their first rows (see the error)"
+    return f"{summary}. All of it stays: {effect}"
 
 
 class YtStreamWriter(DataSourceStreamArrowWriter):

@@ -293,7 +293,10 @@ def test_abort_says_what_finished_tasks_left_and_what_writing_again_does(yt, yt_
     writer = YtTableWriter(YtConnection(yt_proxy), target, YtSchema.parse(yt.get(f"{target}/@schema")))
     messages = [YtWriteCommit(rows=3, skipped=0, requests=1), None]
     assert describe_abort(writer, messages) == (
-        f"1 of 2 tasks finished and wrote 3 rows into {target}, kept: writing them again appends them twice"
+        f"1 of 2 tasks finished, writing 3 rows into {target}; the 1 failed or cancelled task(s) may have written "
+        "their first rows (see the error). All of it stays: writing them again appends them twice"
     )
     writer.producer_path = f"{yt_root}/producer"
-    assert describe_abort(writer, messages).endswith("kept: writing them again skips them (producer sessions)")
+    assert describe_abort(writer, messages).endswith(
+        "All of it stays: writing them again skips them (producer sessions)"
+    )
