@@ -30,7 +30,10 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict, TypeVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "INSTALL_HINT",
@@ -39,7 +42,7 @@ __all__ = [
     "JavaServer",
     "JavaServerError",
     "JavaServerUnavailableError",
-    "add_server_arguments",
+    "ServerOptions",
     "find_java",
     "free_ports",
     "java_command",
@@ -47,6 +50,7 @@ __all__ = [
     "port_is_free",
     "properties_text",
     "run_in_foreground",
+    "server_argument_parser",
 ]
 
 MIN_JAVA = 17
@@ -204,6 +208,31 @@ def _stop_all() -> None:
 # ------------------------------------------------------------------------------------------------- server
 
 
+class ServerOptions(TypedDict, total=False):
+    """Keyword options of every :class:`JavaServer` (and so of ``KafkaBroker`` and ``ZooKeeperServer``)."""
+
+    #: Address to bind (default 127.0.0.1).
+    host: str
+    #: Extra or overriding entries of the server's main config file (``DEFAULT_CONFIG``).
+    config: Mapping[str, object] | None
+    #: JVM max heap, e.g. "512m" (default: the class's ``HEAP``).
+    heap: str
+    #: Where config, data and log go; kept by ``stop()``. Default: a temporary directory that ``stop()`` removes.
+    work_dir: Path | str | None
+    #: The jars (default: the class's ``LIBS_DIR``).
+    libs_dir: Path | str | None
+    #: The ``java`` executable (default: :func:`find_java`).
+    java: str | None
+    #: Seconds ``start()`` waits for readiness (default 60).
+    start_timeout: float
+    #: Seconds ``stop()`` waits after SIGTERM before SIGKILL (default: the class's ``STOP_TIMEOUT``).
+    stop_timeout: float
+    #: The server's log level (default INFO).
+    log_level: str
+    #: Extra JVM options, after the server's own.
+    jvm_options: Sequence[str]
+
+
 class JavaServer:
     """One server process on loopback, run from a set of jars; subclass it and fill in the hooks.
 
@@ -229,39 +258,36 @@ class JavaServer:
     PORT_CLASH_MARKERS: ClassVar[tuple[str, ...]] = ("Address already in use", "BindException")
     LOG_TAIL_LINES: ClassVar[int] = 40
     START_ATTEMPTS: ClassVar[int] = 3
+    #: Defaults of the ``heap`` and ``stop_timeout`` options.
+    HEAP: ClassVar[str] = "256m"
+    STOP_TIMEOUT: ClassVar[float] = 10.0
+    #: Entries of the server's main config file besides ports and directories; the ``config`` option overrides them.
+    DEFAULT_CONFIG: ClassVar[Mapping[str, object]] = {}
     Error: ClassVar[type[Exception]] = JavaServerError
     UnavailableError: ClassVar[type[Exception]] = JavaServerUnavailableError
 
-    def __init__(
-        self,
-        ports: Mapping[str, int | None],
-        *,
-        host: str = "127.0.0.1",
-        config: Mapping[str, object] | None = None,
-        heap: str = "256m",
-        work_dir: Path | str | None = None,
-        libs_dir: Path | str | None = None,
-        java: str | None = None,
-        start_timeout: float = 60.0,
-        stop_timeout: float = 10.0,
-        log_level: str = "INFO",
-        jvm_options: Sequence[str] = (),
-    ) -> None:
-        self.host = host
+    def __init__(self, ports: Mapping[str, int | None], **options: Unpack[ServerOptions]) -> None:
+        """``ports``: the wanted value of each of ``PORTS`` (0 or None: a free one); ``options``: see
+        :class:`ServerOptions`."""
+        unknown = set(options) - set(ServerOptions.__annotations__)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword arguments {sorted(unknown)}")
+        work_dir, libs_dir, java = options.get("work_dir"), options.get("libs_dir"), options.get("java")
+        self.host = options.get("host", "127.0.0.1")
         self._want_ports = {name: ports.get(name) or 0 for name in self.PORTS}
         for name, port in self._want_ports.items():
             setattr(self, name, port)
-        self.extra_config = dict(config or {})
-        self.heap = heap
+        self.extra_config = dict(options.get("config") or {})
+        self.heap = options.get("heap", self.HEAP)
         self._given_work_dir = Path(work_dir) if work_dir else None
         self.work_dir: Path | None = None
         self.libs_dir = Path(libs_dir) if libs_dir else None
         self._java = java
         self.java: str | None = java
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
-        self.log_level = log_level
-        self.jvm_options = list(jvm_options)
+        self.start_timeout = options.get("start_timeout", 60.0)
+        self.stop_timeout = options.get("stop_timeout", self.STOP_TIMEOUT)
+        self.log_level = options.get("log_level", "INFO")
+        self.jvm_options = list(options.get("jvm_options", ()))
         self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file = None
@@ -403,6 +429,10 @@ class JavaServer:
 
     # ---------------------------------------------------------------------------------------------- hooks
 
+    def _merged_config(self, own: Mapping[str, object]) -> dict[str, object]:
+        """The main config file's entries: ``own`` (ports, directories), then ``DEFAULT_CONFIG``, then ``config=``."""
+        return {**own, **self.DEFAULT_CONFIG, **self.extra_config}
+
     def _write_configs(self) -> None:
         """Write the server's config files into ``work_dir`` (ports are picked by now)."""
 
@@ -527,8 +557,10 @@ class JavaServer:
 # --------------------------------------------------------------------------------------------------- CLI
 
 
-def add_server_arguments(parser: argparse.ArgumentParser, port: int, heap: str) -> None:
-    """The options every ``python -m integration.<server>`` takes: --port, --heap, --data-dir, --timeout."""
+def server_argument_parser(prog: str, description: str, port: int, heap: str) -> argparse.ArgumentParser:
+    """A parser with the options every ``python -m integration.<server>`` takes: --port, --heap, --data-dir,
+    --timeout; a server adds its own."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--port", type=int, default=port, help=f"client port (0 = any free port; default {port})")
     parser.add_argument("--heap", default=heap, help=f"JVM max heap (default {heap})")
     parser.add_argument(
@@ -538,6 +570,7 @@ def add_server_arguments(parser: argparse.ArgumentParser, port: int, heap: str) 
         help="keep config, data and log here across runs (default: a temp dir, deleted on exit)",
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="start-up timeout in seconds")
+    return parser
 
 
 def run_in_foreground(server: JavaServer, banner: str, describe: Callable[[], str], echo_log: bool = False) -> int:

@@ -17,7 +17,6 @@ From a shell (foreground, Ctrl-C to stop)::
 
 from __future__ import annotations
 
-import argparse
 import base64
 import logging
 import re
@@ -26,6 +25,7 @@ import sys
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):  # run as `python integration/kafka_broker.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -37,7 +37,7 @@ from integration.java_server import (
     JavaServer,
     JavaServerError,
     JavaServerUnavailableError,
-    add_server_arguments,
+    ServerOptions,
     find_java,
     free_ports,
     java_command,
@@ -45,7 +45,11 @@ from integration.java_server import (
     port_is_free,
     properties_text,
     run_in_foreground,
+    server_argument_parser,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "INSTALL_HINT",
@@ -187,6 +191,8 @@ class KafkaBroker(JavaServer):
     LOG_FILE = "broker.log"
     WORK_DIR_PREFIX = "spyt-kafka-"
     LOG_TAIL_LINES = 60
+    HEAP = "512m"
+    STOP_TIMEOUT = 30.0
     Error = KafkaBrokerError
     UnavailableError = KafkaUnavailableError
 
@@ -215,34 +221,9 @@ class KafkaBroker(JavaServer):
     controller_port: int
 
     def __init__(
-        self,
-        port: int | None = None,
-        controller_port: int | None = None,
-        *,
-        host: str = "127.0.0.1",
-        config: Mapping[str, object] | None = None,
-        heap: str = "512m",
-        work_dir: Path | str | None = None,
-        libs_dir: Path | str | None = None,
-        java: str | None = None,
-        start_timeout: float = 60.0,
-        stop_timeout: float = 30.0,
-        log_level: str = "INFO",
-        jvm_options: Sequence[str] = (),
+        self, port: int | None = None, controller_port: int | None = None, **options: Unpack[ServerOptions]
     ) -> None:
-        super().__init__(
-            {"port": port, "controller_port": controller_port},
-            host=host,
-            config=config,
-            heap=heap,
-            work_dir=work_dir,
-            libs_dir=libs_dir,
-            java=java,
-            start_timeout=start_timeout,
-            stop_timeout=stop_timeout,
-            log_level=log_level,
-            jvm_options=jvm_options,
-        )
+        super().__init__({"port": port, "controller_port": controller_port}, **options)
         self.cluster_id: str | None = None
 
     @property
@@ -260,7 +241,7 @@ class KafkaBroker(JavaServer):
 
     def _server_properties(self) -> dict[str, object]:
         host, port, cport = self.host, self.port, self.controller_port
-        props: dict[str, object] = {
+        own = {
             "process.roles": "broker,controller",
             "node.id": NODE_ID,
             "controller.quorum.voters": f"{NODE_ID}@{host}:{cport}",
@@ -271,9 +252,7 @@ class KafkaBroker(JavaServer):
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.data_dir),
         }
-        props.update(self.DEFAULT_CONFIG)
-        props.update(self.extra_config)
-        return props
+        return self._merged_config(own)
 
     def _write_configs(self) -> None:
         assert self.work_dir is not None
@@ -362,11 +341,8 @@ def _parse_kv(items: Sequence[str]) -> dict[str, str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m integration.kafka_broker``: one broker in the foreground until Ctrl-C; the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python integration/kafka_broker.py",
-        description=f"Run a single-node Apache Kafka {KAFKA_VERSION} (KRaft) on 127.0.0.1 until Ctrl-C.",
-    )
-    add_server_arguments(parser, port=9092, heap="512m")
+    description = f"Run a single-node Apache Kafka {KAFKA_VERSION} (KRaft) on 127.0.0.1 until Ctrl-C."
+    parser = server_argument_parser("python integration/kafka_broker.py", description, port=9092, heap="512m")
     parser.add_argument("--controller-port", type=int, default=0, help="KRaft controller port (default: any free port)")
     parser.add_argument(
         "--set",

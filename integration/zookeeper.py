@@ -21,13 +21,13 @@ answers ``imok`` even while the server drops every client connection.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):  # run as `python integration/zookeeper.py`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -37,10 +37,14 @@ from integration.java_server import (
     JavaServer,
     JavaServerError,
     JavaServerUnavailableError,
-    add_server_arguments,
+    ServerOptions,
     properties_text,
     run_in_foreground,
+    server_argument_parser,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "ZOOKEEPER_LIBS_DIR",
@@ -139,32 +143,8 @@ class ZooKeeperServer(JavaServer):
 
     port: int
 
-    def __init__(
-        self,
-        port: int | None = None,
-        *,
-        host: str = "127.0.0.1",
-        config: Mapping[str, object] | None = None,
-        heap: str = "256m",
-        work_dir: Path | str | None = None,
-        libs_dir: Path | str | None = None,
-        java: str | None = None,
-        start_timeout: float = 60.0,
-        stop_timeout: float = 10.0,
-        log_level: str = "INFO",
-    ) -> None:
-        super().__init__(
-            {"port": port},
-            host=host,
-            config=config,
-            heap=heap,
-            work_dir=work_dir,
-            libs_dir=libs_dir,
-            java=java,
-            start_timeout=start_timeout,
-            stop_timeout=stop_timeout,
-            log_level=log_level,
-        )
+    def __init__(self, port: int | None = None, **options: Unpack[ServerOptions]) -> None:
+        super().__init__({"port": port}, **options)
 
     @classmethod
     def unmet_requirements(cls, libs_dir: Path | str | None = None) -> str | None:
@@ -190,10 +170,7 @@ class ZooKeeperServer(JavaServer):
     # -------------------------------------------------------------------------------------------- hooks
 
     def _zoo_cfg(self) -> dict[str, object]:
-        cfg: dict[str, object] = {"dataDir": self.data_dir, "clientPort": self.port, "clientPortAddress": self.host}
-        cfg.update(self.DEFAULT_CONFIG)
-        cfg.update(self.extra_config)
-        return cfg
+        return self._merged_config({"dataDir": self.data_dir, "clientPort": self.port, "clientPortAddress": self.host})
 
     def _write_configs(self) -> None:
         assert self.work_dir is not None
@@ -248,11 +225,8 @@ class ZooKeeperServer(JavaServer):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m integration.zookeeper``: one server in the foreground until Ctrl-C; the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m integration.zookeeper",
-        description=f"Run a standalone Apache ZooKeeper {ZOOKEEPER_VERSION} on 127.0.0.1 until Ctrl-C.",
-    )
-    add_server_arguments(parser, port=2181, heap="256m")
+    description = f"Run a standalone Apache ZooKeeper {ZOOKEEPER_VERSION} on 127.0.0.1 until Ctrl-C."
+    parser = server_argument_parser("python -m integration.zookeeper", description, port=2181, heap="256m")
     args = parser.parse_args(argv)
     server = ZooKeeperServer(args.port, heap=args.heap, work_dir=args.data_dir, start_timeout=args.timeout)
 
