@@ -20,7 +20,8 @@ import pyarrow as pa
 import yt.yson as yson
 from pyspark.sql.types import StructType
 from yt.wrapper import YsonFormat, YtClient
-from yt.wrapper.errors import YtError, YtResponseError
+from yt.wrapper.errors import YtResponseError
+from yt.wrapper.http_helpers import get_retriable_errors
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.errors import SpytQueueError
@@ -32,23 +33,27 @@ from spyt_queue.ytclient import make_yt_client
 
 log = logging.getLogger("spyt_queue.yt")
 
-TRANSIENT_CODES = {
-    1700,  # tablet transaction lock conflict
-    1701,  # tablet in intermediate state
-    1702,  # tablet not mounted
-    1703,
-    1704,
-    1705,
-    1706,
-    1707,
-    1711,
-    1712,
-    1713,
-    1714,
-    105,  # transport
-    108,  # request queue size limit
-    11000,  # no such transaction (expired before commit)
-}
+# yt.wrapper's own predicates (each checks the error codes of the whole error tree): retrying may succeed.
+TRANSIENT_PREDICATES = (
+    "is_tablet_transaction_lock_conflict",  # 1700
+    "is_concurrent_transaction_lock_conflict",
+    "is_tablet_in_intermediate_state",  # 1701
+    "is_tablet_not_mounted",  # 1702
+    "is_no_such_tablet",
+    "is_no_such_cell",
+    "is_no_such_transaction",  # 11000: a tablet transaction expired before its commit
+    "is_row_is_blocked",
+    "is_blocked_row_wait_timeout",
+    "is_request_queue_size_limit_exceeded",  # 108
+    "is_request_timed_out",  # 3: may have been applied; callers re-read before retrying a CAS
+    "is_transport_error",  # 105
+    "is_rpc_unavailable",
+    "is_proxy_banned",
+    "is_master_communication_error",
+    "is_chunk_unavailable",
+    "is_all_writes_disabled",
+    "is_no_in_sync_replicas",
+)
 _RESOLVE_ERROR = 500
 
 _CLIENTS: dict[tuple[Any, ...], Any] = {}
@@ -80,12 +85,12 @@ class YtConnection:
 
 
 def is_transient_yt_error(error: BaseException) -> bool:
-    """Whether a YT call that failed with ``error`` may succeed when retried."""
+    """Whether a YT call that failed with ``error`` may succeed when retried (yt.wrapper's predicates and its own
+    list of retriable transport errors)."""
     if isinstance(error, YtResponseError):
-        codes = _codes(error.error)
-        return bool(codes & TRANSIENT_CODES) or error.is_concurrent_transaction_lock_conflict()
-    if isinstance(error, YtError):
-        return "unavailable" in str(error).lower()
+        return any(getattr(error, name)() for name in TRANSIENT_PREDICATES)
+    if isinstance(error, get_retriable_errors()):
+        return True
     return isinstance(error, (ConnectionError, TimeoutError, OSError))
 
 
