@@ -106,20 +106,29 @@ def checkpoint(tmp_path: Path) -> str:
     return str(tmp_path / "checkpoint")
 
 
+REQUIRE_SERVERS = ("SPYT_REQUIRE_SERVERS", "SPYT_REQUIRE_KAFKA")
+
+
+def require_or_skip(reason: str | None) -> None:
+    """A missing real server skips the test with ``reason`` locally, and fails it where ``SPYT_REQUIRE_SERVERS=1``
+    (or the older ``SPYT_REQUIRE_KAFKA=1``) is set, as in CI."""
+    if not reason:
+        return
+    if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in REQUIRE_SERVERS):
+        pytest.fail(f"a required server is missing: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def kafka_broker():
     """One real single-node Apache Kafka (KRaft) on loopback for the session (jars from Maven Central).
 
     Skipped with the reason when Java or the jars are missing (run ``integration/install.sh``); with
-    ``SPYT_REQUIRE_KAFKA=1`` (set by CI) that is a failure instead.
+    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
     """
     from integration.kafka_broker import KafkaBroker, missing_requirements
 
-    reason = missing_requirements()
-    if reason:
-        if os.environ.get("SPYT_REQUIRE_KAFKA", "").lower() in ("1", "true", "yes"):
-            pytest.fail(f"SPYT_REQUIRE_KAFKA is set but: {reason}", pytrace=False)
-        pytest.skip(reason)
+    require_or_skip(missing_requirements())
     broker = KafkaBroker()
     broker.start()
     try:
@@ -146,12 +155,7 @@ def zookeeper():
     """
     from integration.zookeeper import ZooKeeperServer, missing_requirements
 
-    reason = missing_requirements()
-    if reason:
-        required = ("SPYT_REQUIRE_SERVERS", "SPYT_REQUIRE_KAFKA")
-        if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in required):
-            pytest.fail(f"SPYT_REQUIRE_SERVERS/SPYT_REQUIRE_KAFKA is set but: {reason}", pytrace=False)
-        pytest.skip(reason)
+    require_or_skip(missing_requirements())
     server = ZooKeeperServer()
     server.start()
     try:
