@@ -119,10 +119,12 @@ class Topic:
         return reader.load()
 
 
-def run_to_files(
-    df: Any, checkpoint: str, path: str, available_now: bool = True, timeout: float = 120, **options: Any
-) -> Any:
-    """Run ``df`` (cast to strings) into a parquet directory until done; returns the finished query.
+#: The columns :func:`start_to_files` writes, for reading an output directory back (even one with no files yet).
+FILES_SCHEMA = "key string, value string, partition int, offset long"
+
+
+def start_to_files(df: Any, checkpoint: str, path: str, trigger: dict[str, Any]) -> Any:
+    """Start ``df`` (key and value cast to strings) into a parquet directory with ``trigger(**trigger)``.
 
     The file sink recovers from its checkpoint (the memory sink does not), so restarts can be tested.
     """
@@ -132,8 +134,14 @@ def run_to_files(
         .option("path", path)
         .option("checkpointLocation", checkpoint)
     )
-    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(once=True)
-    query = writer.start()
+    return writer.trigger(**trigger).start()
+
+
+def run_to_files(
+    df: Any, checkpoint: str, path: str, available_now: bool = True, timeout: float = 120, **options: Any
+) -> Any:
+    """Run ``df`` (cast to strings) into a parquet directory until done; returns the finished query."""
+    query = start_to_files(df, checkpoint, path, {"availableNow": True} if available_now else {"once": True})
     query.awaitTermination(timeout)
     if query.isActive:
         query.stop()

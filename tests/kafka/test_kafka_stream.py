@@ -1,9 +1,11 @@
-"""The Kafka adapter on a real local Spark against a real Apache Kafka broker (KRaft)."""
+"""Kafka-only behaviour of the adapter on a real local Spark against a real Apache Kafka broker (KRaft): Spark's
+Kafka schema, headers, transactions, minOffsetsPerTrigger, the sink, timestamps, subscribePattern, status.
+
+The scenarios every backend shares (restarts, caps, deleted records, added partitions, two queries on one group,
+idle commits) run once for all backends in ``tests/streams/``."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import time
 import uuid
 
@@ -40,41 +42,6 @@ def test_rows_use_sparks_kafka_schema(spark, topic) -> None:
     ]
 
 
-def test_available_now_commits_group_offsets_after_the_sink(spark, topic, out) -> None:
-    ids = topic.produce(40)
-    path = out()
-    run_to_files(topic.stream(spark, startingOffsets="earliest", max_rows_per_partition=7), topic.checkpoint, path)
-    assert ids_in(spark, path) == ids
-    assert topic.group_offsets() == topic.ends() == {0: 20, 1: 20}
-
-
-def test_resume_from_checkpoint_and_from_group_after_checkpoint_deleted(spark, topic, out) -> None:
-    first = topic.produce(10)
-    path = out()
-    run_to_files(topic.stream(spark, startingOffsets="earliest"), topic.checkpoint, path)
-    second = topic.produce(10)
-    run_to_files(topic.stream(spark), topic.checkpoint, path)
-    assert ids_in(spark, path) == first + second
-    shutil.rmtree(topic.checkpoint)
-    third = topic.produce(10)
-    fresh = out()
-    run_to_files(topic.stream(spark, startingOffsets="group"), topic.checkpoint, fresh)
-    assert ids_in(spark, fresh) == third
-
-
-def test_max_offsets_per_trigger_split_by_backlog(spark, topic, out) -> None:
-    topic.produce(30, partition=0)
-    topic.produce(10, partition=1)
-    query = run_to_files(
-        topic.stream(spark, startingOffsets="earliest", maxOffsetsPerTrigger=8), topic.checkpoint, out()
-    )
-    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
-    assert [p["numInputRows"] for p in batches] == [8, 8, 8, 8, 8]
-    first = batches[0]["sources"][0]
-    end = json.loads(first["endOffset"])["partitions"]
-    assert end == {f"{topic.name}:0": 6, f"{topic.name}:1": 2}
-
-
 def test_min_offsets_per_trigger_waits_then_fires_after_max_delay(spark, topic) -> None:
     """Fewer new records than minOffsetsPerTrigger: no batch until maxTriggerDelay (counted from the query start)."""
     topic.produce(3)
@@ -99,29 +66,6 @@ def test_min_offsets_per_trigger_waits_then_fires_after_max_delay(spark, topic) 
     assert early == 0, "fewer than minOffsetsPerTrigger records must not fire a batch before maxTriggerDelay"
     assert final == 3
     assert waited >= 3.5, "the batch must wait for maxTriggerDelay"
-
-
-def test_retention_deleted_records_fail_or_skip(spark, topic, out) -> None:
-    topic.produce(10, partition=0)
-    path = out()
-    run_to_files(topic.stream(spark, startingOffsets="earliest"), topic.checkpoint, path)
-    topic.produce(10, partition=0)
-    topic.delete_records(0, 14)
-    with pytest.raises(Exception, match=r"\[10, 14\)"):
-        run_to_files(topic.stream(spark), topic.checkpoint, path)
-    run_to_files(topic.stream(spark, failOnDataLoss="false"), topic.checkpoint, path)
-    assert ids_in(spark, path) == list(range(10)) + list(range(14, 20))
-
-
-def test_partitions_added_mid_stream_are_read(spark, topic, out) -> None:
-    first = topic.produce(4)
-    path = out()
-    run_to_files(topic.stream(spark, startingOffsets="earliest"), topic.checkpoint, path)
-    topic.add_partitions(4)
-    more = topic.produce(8)
-    run_to_files(topic.stream(spark), topic.checkpoint, path)
-    assert ids_in(spark, path) == first + more
-    assert topic.group_offsets() == topic.ends()
 
 
 def test_headers_round_trip(spark, topic) -> None:

@@ -1,4 +1,8 @@
-"""The ytqueue source and sink on a real local Spark against the local YTsaurus-compatible server."""
+"""YT-only behaviour of the ytqueue source and sink on a real local Spark against the local YTsaurus-compatible
+server (service columns, batch reads, composite types, lag and status, schema and option errors).
+
+The scenarios every backend shares (restarts, caps, trimmed rows, added tablets, two queries on one consumer, idle
+commits) run once for all backends in ``tests/streams/``."""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import json
 
 import pytest
 
-from tests.spark.helpers import Pipeline, make_pipeline
+from tests.spark.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 
@@ -14,102 +18,6 @@ pytestmark = pytest.mark.spark
 @pytest.fixture
 def pipe(yt, yt_proxy, yt_root, checkpoint):
     return make_pipeline(yt, yt_proxy, yt_root, checkpoint)
-
-
-def test_available_now_reads_everything_and_leaves_consumer_at_end(spark, pipe) -> None:
-    """Every row arrives once, and the final AvailableNow batch is committed to the consumer too."""
-    ids = pipe.produce(50)
-    pipe.run(spark, max_rows_per_partition=10)
-    assert pipe.output_ids() == ids
-    assert pipe.consumer_offsets() == pipe.ends() == {0: 25, 1: 25}
-
-
-def test_restart_from_checkpoint_resumes_exactly(spark, pipe) -> None:
-    first = pipe.produce(30)
-    pipe.run(spark)
-    second = pipe.produce(20)
-    pipe.run(spark)
-    assert pipe.output_ids() == first + second
-    assert pipe.consumer_offsets() == pipe.ends()
-
-
-def test_restart_without_checkpoint_resumes_from_consumer(spark, pipe) -> None:
-    """With the checkpoint deleted, the consumer is the truth: nothing lost, nothing read twice."""
-    first = pipe.produce(30)
-    pipe.run(spark)
-    pipe.delete_checkpoint()
-    second = pipe.produce(20)
-    pipe.run(spark)
-    assert pipe.output_ids() == first + second
-
-
-def test_max_rows_per_partition_bounds_every_batch(spark, pipe) -> None:
-    pipe.produce(70)
-    query = pipe.run(spark, max_rows_per_partition=8)
-    batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
-    assert len(batches) >= 5
-    for progress in batches:
-        source = progress["sources"][0]
-        # The first batch's progress has no startOffset: it starts at the initial offset (row 0 here).
-        start = (json.loads(source["startOffset"] or "null") or {}).get("partitions", {})
-        for key, stop in json.loads(source["endOffset"])["partitions"].items():
-            assert stop - start.get(key, 0) <= 8
-    assert sum(p["numInputRows"] for p in batches) == 70
-
-
-def test_global_cap_through_admission_control(spark, pipe) -> None:
-    pipe.produce(60)
-    query = pipe.run(spark, maxOffsetsPerTrigger=25)
-    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
-    assert sizes == [25, 25, 10]
-
-
-def test_trigger_once_reads_everything_ignoring_caps(spark, pipe) -> None:
-    pipe.produce(40)
-    query = pipe.run(spark, available_now=False, max_rows_per_partition=5)
-    assert [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0] == [40]
-
-
-def test_trimmed_rows_fail_the_query_with_fail_on_data_loss(spark, pipe) -> None:
-    """Rows trimmed after the consumer's offset are lost: the query fails naming the tablet and range."""
-    pipe.produce(20, tablet=0)
-    pipe.run(spark)
-    pipe.produce(10, tablet=0)
-    pipe.yt.trim_rows(pipe.queue, 0, 25)
-    with pytest.raises(Exception, match=r"rows \[20, 25\) of tablet 0"):
-        pipe.run(spark)
-    pipe.delete_checkpoint()  # the consumer alone (also at 20) must give the same verdict
-    with pytest.raises(Exception, match=r"rows \[20, 25\) of tablet 0"):
-        pipe.run(spark)
-
-
-def test_a_never_consumed_trimmed_tablet_starts_at_its_first_row(spark, pipe) -> None:
-    """No consumer row: start at trimmed_row_count (not row 0), which is not data loss."""
-    ids = pipe.produce(20, tablet=0)
-    pipe.yt.trim_rows(pipe.queue, 0, 5)
-    pipe.run(spark)
-    assert pipe.output_ids() == ids[5:]
-
-
-def test_trimmed_rows_skipped_without_fail_on_data_loss(spark, pipe) -> None:
-    ids = pipe.produce(20, tablet=0)
-    pipe.run(spark)
-    more = pipe.produce(20, tablet=0)
-    pipe.yt.trim_rows(pipe.queue, 0, 25)
-    pipe.run(spark, failOnDataLoss="false")
-    assert pipe.output_ids() == ids + more[5:]
-
-
-def test_reshard_adds_tablets_mid_stream(spark, pipe) -> None:
-    first = pipe.produce(10)
-    pipe.run(spark)
-    pipe.yt.unmount_table(pipe.queue, sync=True)
-    pipe.yt.reshard_table(pipe.queue, tablet_count=4)
-    pipe.yt.mount_table(pipe.queue, sync=True)
-    second = pipe.produce(40)
-    pipe.run(spark)
-    assert pipe.output_ids() == first + second
-    assert pipe.consumer_offsets() == pipe.ends()
 
 
 def test_service_columns_name_source_tablet_and_row(spark, pipe) -> None:
@@ -124,19 +32,6 @@ def test_service_columns_name_source_tablet_and_row(spark, pipe) -> None:
         (4, 0, 2),
         (5, 1, 2),
     ]
-
-
-def test_two_queries_on_one_consumer_conflict(spark, pipe, tmp_path) -> None:
-    """A second query moving the same consumer is a clear error, never a silent overwrite."""
-    pipe.produce(10)
-    pipe.run(spark)
-    other = Pipeline(pipe.yt, pipe.proxy, pipe.queue, pipe.consumer, pipe.output, str(tmp_path / "other-checkpoint"))
-    pipe.produce(10)
-    # The other query started from the beginning (its own position) and advances the shared consumer.
-    other.run(spark, startingOffsets="earliest")
-    pipe.produce(10)
-    with pytest.raises(Exception, match="another query"):
-        pipe.run(spark)
 
 
 def test_batch_read_between_offsets(spark, pipe) -> None:
@@ -252,23 +147,6 @@ def test_bad_options_name_the_option(spark, pipe) -> None:
         spark.readStream.format("ytqueue").option("proxy", pipe.proxy).load(pipe.queue).writeStream.format(
             "noop"
         ).start().awaitTermination(60)
-
-
-def test_idle_query_leaves_consumer_at_processed_end(spark, pipe) -> None:
-    """Spark never commits the last batch of an idle stream; the latestOffset hook does, while it runs."""
-    import time
-
-    ids = pipe.produce(20)
-    query = pipe.start(spark, {"processingTime": "500 milliseconds"})
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline and pipe.consumer_offsets() != pipe.ends():
-            time.sleep(0.5)
-        assert query.isActive and query.exception() is None
-        assert pipe.consumer_offsets() == pipe.ends() == {0: 10, 1: 10}
-        assert pipe.output_ids() == ids
-    finally:
-        query.stop()
 
 
 def test_starting_offsets_beyond_the_end_are_refused_and_consumer_untouched(spark, pipe) -> None:

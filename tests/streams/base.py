@@ -1,0 +1,195 @@
+"""The end-to-end stream scenarios every backend shares, written once.
+
+A backend takes part by implementing :class:`StreamLog` (a fresh partitioned log, a query over it into a sink that
+can be read back and restarted from its checkpoint, and the committed positions of the query's offset store) and
+subclassing :class:`StreamScenarios` with a ``log`` fixture that returns one. Pytest then runs every scenario below
+for that backend, on the session's one SparkSession and servers.
+
+The scenarios are the offset contract seen from a user's query: a batch covers ``[start, end)`` of every partition,
+the store moves only after the sink committed the batch, a new query resumes from the store, and caps, trimmed rows,
+added partitions and a second query on the same store behave the same on every backend.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from typing import Any
+
+import pytest
+
+
+class StreamLog(ABC):
+    """One fresh log with two partitions, a query reading it into a sink, and the query's offset store.
+
+    Every query a scenario starts reads with the same store and, unless told otherwise, resumes from it
+    (``startingOffsets`` at the backend's default where that is the store, else its own name for the store).
+    """
+
+    @abstractmethod
+    def produce(self, count: int, partition: int | None = None) -> list[int]:
+        """Append ``count`` records with fresh increasing ids (into ``partition``, or round-robin); return the ids."""
+
+    @abstractmethod
+    def trim(self, partition: int, before: int) -> None:
+        """Remove the records of ``partition`` before offset ``before`` (YT trim, Kafka retention)."""
+
+    @abstractmethod
+    def add_partitions(self, total: int) -> None:
+        """Grow the log to ``total`` partitions."""
+
+    @abstractmethod
+    def key(self, partition: int) -> str:
+        """The partition's key in the source's offsets (as a query's progress shows them)."""
+
+    @abstractmethod
+    def describe(self, partition: int) -> str:
+        """How the source names the partition in its error messages."""
+
+    @abstractmethod
+    def stream(self, spark: Any, **options: Any) -> Any:
+        """A streaming DataFrame over the log with the store and the given extra options."""
+
+    @abstractmethod
+    def start(self, spark: Any, trigger: dict[str, Any], **options: Any) -> Any:
+        """Start :meth:`stream` into the sink with this log's checkpoint and ``trigger(**trigger)``."""
+
+    @abstractmethod
+    def run(self, spark: Any, available_now: bool = True, **options: Any) -> Any:
+        """Run the query to the end (AvailableNow, or Once), raising what it failed with; return the query."""
+
+    @abstractmethod
+    def sink_ids(self) -> list[int]:
+        """Every id the sink received, sorted, duplicates included (over all checkpoints this log used)."""
+
+    @abstractmethod
+    def committed(self) -> dict[int, int]:
+        """The store's committed position per partition number (partitions without one left out)."""
+
+    @abstractmethod
+    def ends(self) -> dict[int, int]:
+        """The next offset per partition number."""
+
+    @abstractmethod
+    def delete_checkpoint(self) -> None:
+        """Delete the query's checkpoint: the next query is a new one, resuming from the store."""
+
+    @abstractmethod
+    def sibling(self, checkpoint: str) -> StreamLog:
+        """The same log and store, read by another query with its own ``checkpoint`` (and sink where needed)."""
+
+
+def batches(query: Any) -> list[dict[str, Any]]:
+    """The progress of every batch of ``query`` that read rows."""
+    return [p for p in query.recentProgress if p["numInputRows"] > 0]
+
+
+def offsets(progress: dict[str, Any], which: str) -> dict[str, int]:
+    """``startOffset``/``endOffset`` per partition key of a batch (the first batch's start is empty)."""
+    raw = progress["sources"][0][which]
+    return (json.loads(raw) if raw else {}).get("partitions", {})
+
+
+class StreamScenarios:
+    """The shared scenarios. A subclass named ``Test...`` provides the ``log`` fixture (a fresh :class:`StreamLog`)."""
+
+    @pytest.fixture
+    def log(self) -> StreamLog:
+        raise NotImplementedError("a backend's subclass provides the log fixture")
+
+    def test_once_reads_everything_then_available_now_caps_every_batch(self, spark, log: StreamLog) -> None:
+        """Trigger.Once reads all in one batch despite a cap; AvailableNow restarted from the checkpoint resumes
+        exactly where it stopped, keeps every batch within ``max_rows_per_partition`` and commits its final batch."""
+        first = log.produce(40)
+        query = log.run(spark, available_now=False, max_rows_per_partition=5)
+        assert [p["numInputRows"] for p in batches(query)] == [40]
+        second = log.produce(70)
+        query = log.run(spark, max_rows_per_partition=8)
+        read = batches(query)
+        assert len(read) >= 5
+        for progress in read:
+            start, end = offsets(progress, "startOffset"), offsets(progress, "endOffset")
+            assert all(stop - start.get(key, 0) <= 8 for key, stop in end.items()), progress
+        assert sum(p["numInputRows"] for p in read) == 70
+        assert log.sink_ids() == first + second
+        assert log.committed() == log.ends() == {0: 55, 1: 55}
+
+    def test_restart_without_checkpoint_resumes_from_the_store(self, spark, log: StreamLog) -> None:
+        """With the checkpoint deleted, the store is the truth: nothing lost, nothing read twice."""
+        first = log.produce(30)
+        log.run(spark)
+        log.delete_checkpoint()
+        second = log.produce(20)
+        log.run(spark, startingOffsets="store")  # every backend's name for its store (YT consumer, Kafka group)
+        assert log.sink_ids() == first + second
+        assert log.committed() == log.ends()
+
+    def test_max_offsets_per_trigger_splits_by_backlog_and_never_starves_a_small_partition(
+        self, spark, log: StreamLog
+    ) -> None:
+        """The cap is split in proportion to each partition's backlog, and a partition with a small backlog beside a
+        hot one still moves at every trigger (its share is rounded up, as Spark's Kafka source does)."""
+        log.produce(60, partition=0)
+        log.produce(3, partition=1)
+        query = log.run(spark, maxOffsetsPerTrigger=20)
+        read = batches(query)
+        assert [p["numInputRows"] for p in read] == [20, 20, 20, 3]
+        hot, small = log.key(0), log.key(1)
+        assert offsets(read[0], "endOffset") == {hot: 19, small: 1}
+        assert [offsets(p, "endOffset")[small] for p in read[:3]] == [1, 2, 3]
+        assert log.committed() == log.ends() == {0: 60, 1: 3}
+
+    def test_trimmed_records_start_a_new_log_fail_or_are_skipped(self, spark, log: StreamLog) -> None:
+        """Records trimmed before anything was committed are not lost (the query starts at the first one left);
+        trimmed after the store's position they fail the query, naming the partition and range, whether it
+        resumes from its checkpoint or from the store; ``failOnDataLoss=false`` skips them."""
+        ids = log.produce(20, partition=0)
+        log.trim(0, 5)
+        log.run(spark)
+        assert log.sink_ids() == ids[5:]
+        more = log.produce(10, partition=0)
+        log.trim(0, 25)
+        lost = rf"\[20, 25\) of {log.describe(0)}"
+        with pytest.raises(Exception, match=lost):
+            log.run(spark)
+        log.delete_checkpoint()
+        with pytest.raises(Exception, match=lost):
+            log.run(spark)
+        log.run(spark, failOnDataLoss="false")
+        assert log.sink_ids() == ids[5:] + more[5:]
+        assert log.committed()[0] == 30
+
+    def test_partitions_added_mid_stream_are_read(self, spark, log: StreamLog) -> None:
+        first = log.produce(10)
+        log.run(spark)
+        log.add_partitions(4)
+        second = log.produce(40)
+        log.run(spark)
+        assert log.sink_ids() == first + second
+        assert log.committed() == log.ends() == {0: 15, 1: 15, 2: 10, 3: 10}
+
+    def test_two_queries_on_one_store_conflict(self, spark, log: StreamLog, tmp_path) -> None:
+        """A second query moving the same store is a clear error for the first, never a silent overwrite."""
+        log.produce(10)
+        log.run(spark)
+        other = log.sibling(str(tmp_path / "other-checkpoint"))
+        log.produce(10)
+        other.run(spark, startingOffsets="earliest")  # from its own position, advancing the shared store
+        log.produce(10)
+        with pytest.raises(Exception, match=r"ConsumerConflictError"):
+            log.run(spark)
+
+    def test_idle_query_leaves_the_store_at_the_processed_end(self, spark, log: StreamLog) -> None:
+        """Spark never commits the last batch of an idle stream; the source does it itself while the query runs."""
+        ids = log.produce(20)
+        query = log.start(spark, {"processingTime": "500 milliseconds"})
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline and log.committed() != log.ends():
+                time.sleep(0.5)
+            assert query.isActive and query.exception() is None
+            assert log.committed() == log.ends() == {0: 10, 1: 10}
+            assert log.sink_ids() == ids
+        finally:
+            query.stop()
