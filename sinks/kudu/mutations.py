@@ -69,9 +69,10 @@ class KeyConflictError(BadRecordError):
 
 
 def key_of(row: Row, columns: Sequence[str]) -> Key:
-    """The values of ``columns`` in ``row`` as a tuple; a missing column is a :class:`BadRecordError`."""
+    """The values of ``columns`` in ``row`` as a hashable tuple (``bytearray``, which Spark gives for BINARY, becomes
+    ``bytes``); a missing column is a :class:`BadRecordError`."""
     try:
-        return tuple(row[c] for c in columns)
+        return tuple(bytes(v) if isinstance(v, bytearray) else v for v in (row[c] for c in columns))
     except KeyError as exc:
         raise BadRecordError(f"Row {dict(row)!r} has no key column {exc.args[0]!r}") from None
 
