@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from spyt_queue.errors import BadRecordError, OptionError
-from spyt_queue.sinks.kudu.mutations import KeyConflictError, Mutation, MutationKind, apply
+from spyt_queue.sinks.kudu.mutations import KeyConflictError, Mutation, MutationKind, apply, key_of
 from spyt_queue.sinks.kudu.planners import (
     INT64_MAX,
     AppendPlanner,
@@ -38,8 +38,11 @@ def r(ts: Any, v: Any, id: Any = 1, **extra: Any) -> dict[str, Any]:
 
 
 def run(planner: Planner, state: Sequence[dict[str, Any]], batch: Sequence[dict[str, Any]], now: Any = 0):
-    """(state after the batch, mutations of the batch)."""
+    """(state after the batch, mutations of the batch); checks that no primary key gets two mutations, so the sink
+    may apply them in any order (AUTO_FLUSH_BACKGROUND does not keep the order of operations)."""
     mutations = plan_batch(planner, batch, state, now=now)
+    keys = [key_of(m.row, planner.primary_key) for m in mutations]
+    assert len(keys) == len(set(keys)), mutations
     return apply(state, mutations, planner.primary_key), mutations
 
 
