@@ -7,6 +7,8 @@
 #   integration/install.sh                   # all three jar sets
 #   integration/install.sh --kafka-only      # just the broker
 #   integration/install.sh --zookeeper-only  # just ZooKeeper
+#   integration/install.sh --kudu-only       # just Kudu (native daemons from kudu-binary + the Java client jars)
+#   integration/install.sh --hbase-only      # just HBase 2.6.1 standalone + its Thrift gateway (about 108 MB)
 #   integration/install.sh --force           # resolve again even if up to date
 #
 # Idempotent: a set whose stamp matches pom.xml is left alone (a no-op run takes well under a second).
@@ -22,16 +24,24 @@ LOG="$TARGET/install.log"
 
 KAFKA_ONLY=0
 ZOOKEEPER_ONLY=0
+HBASE_ONLY=0
+KUDU_ONLY=0
 FORCE=0
 for arg in "$@"; do
   case "$arg" in
     --kafka-only) KAFKA_ONLY=1 ;;
     --zookeeper-only) ZOOKEEPER_ONLY=1 ;;
+    --kudu-only) KUDU_ONLY=1; KAFKA_ONLY=0 ;;
+    --hbase-only) HBASE_ONLY=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
+
+# HBase is wanted by a plain run or --hbase-only; --hbase-only alone skips every other set.
+WANT_HBASE=$(( HBASE_ONLY || (1 - KAFKA_ONLY) * (1 - ZOOKEEPER_ONLY) * (1 - ${KUDU_ONLY:-0}) ))
+if [ "$HBASE_ONLY" = 1 ]; then KAFKA_ONLY=1; ZOOKEEPER_ONLY=1; fi
 
 say() { printf '[kafka install] %s\n' "$*"; }
 die() { printf '[kafka install] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -114,6 +124,10 @@ resolve() {
   say "$name: $(ls "$dir"/*.jar | wc -l) jars, $(du -sh "$dir" | cut -f1) in ${dir#"$HERE"/} ($((SECONDS - t0))s)"
 }
 
+# --kudu-only: neither Kafka nor ZooKeeper; --kafka-only / --zookeeper-only: no Kudu.
+WANT_KUDU=$(( KUDU_ONLY || (1 - KAFKA_ONLY) * (1 - ZOOKEEPER_ONLY) ))
+if [ "$KUDU_ONLY" = 1 ]; then ZOOKEEPER_ONLY=1; KAFKA_ONLY=1; fi  # skips the Kafka/ZooKeeper blocks below
+
 if [ "$ZOOKEEPER_ONLY" = 0 ]; then
   resolve "Kafka broker" "$TARGET/kafka-libs" -P kafka
 fi
@@ -141,4 +155,47 @@ if [ "$KAFKA_ONLY" = 0 ]; then
   ZK_VERSION="$("$JAVA" -Xmx64m -cp "$ZK/*" org.apache.zookeeper.version.VersionInfoMain 2>>"$LOG" | tail -n1)" \
     || die "the ZooKeeper jars do not run (java -cp ... VersionInfoMain failed; log: $LOG)"
   say "done: $ZK_VERSION ready; start one with: python -m integration.zookeeper --port 2181"
+fi
+
+# ------------------------------------------------------------------------------------------------- Kudu
+if [ "$WANT_KUDU" = 1 ]; then
+  # Java client jars for JPype (spyt_queue.sinks.kudu.client), and the kudu-binary jar with the native daemons.
+  resolve "Kudu client" "$TARGET/kudu-client-libs" -P kudu-client
+  resolve "Kudu binaries" "$TARGET/kudu-binary-jar" -P kudu-binary
+  KUDU_VERSION="$(sed -n 's:.*<kudu.version>\(.*\)</kudu.version>.*:\1:p' "$POM")"
+  KUDU_HOME="$TARGET/kudu-$KUDU_VERSION"
+  BIN_JAR="$(ls "$TARGET"/kudu-binary-jar/kudu-binary-*-linux-x86_64.jar 2>/dev/null | head -n1)"
+  [ -n "$BIN_JAR" ] || die "kudu-binary jar missing from $TARGET/kudu-binary-jar (run with --force)"
+  if [ "$FORCE" = 1 ] || [ ! -f "$KUDU_HOME/.unpacked" ] || [ "$(cat "$KUDU_HOME/.unpacked")" != "$POM_SUM" ]; then
+    rm -rf "$KUDU_HOME" "$KUDU_HOME.tmp"
+    # Unzip with Python (no unzip binary needed); the jar keeps no exec bits, so set them on bin/*.
+    python3 - "$BIN_JAR" "$KUDU_HOME.tmp" <<'PY' || die "could not unpack $BIN_JAR"
+import sys, zipfile
+zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])
+PY
+    mv "$KUDU_HOME.tmp"/kudu-binary-*-linux-x86_64 "$KUDU_HOME"
+    rm -rf "$KUDU_HOME.tmp"
+    chmod +x "$KUDU_HOME"/bin/*
+    echo "$POM_SUM" >"$KUDU_HOME/.unpacked"
+  fi
+  # Smoke check with the environment integration/kudu.py uses (bundled libs first, SASL plugins from lib/sasl2).
+  KUDU_V="$(LD_LIBRARY_PATH="$KUDU_HOME/lib" SASL_PATH="$KUDU_HOME/lib/sasl2" "$KUDU_HOME/bin/kudu" --version 2>>"$LOG" \
+            | head -n1)" || die "the Kudu binaries do not run ($KUDU_HOME/bin/kudu --version failed; log: $LOG)"
+  compgen -G "$TARGET/kudu-client-libs/kudu-client-$KUDU_VERSION.jar" >/dev/null \
+    || die "kudu-client-$KUDU_VERSION.jar missing from $TARGET/kudu-client-libs (run with --force)"
+  say "done: $KUDU_V ready in ${KUDU_HOME#"$HERE"/}; start one with: python -m integration.kudu --port 7051"
+fi
+
+# ------------------------------------------------------------------------------------------------ HBase
+if [ "$WANT_HBASE" = 1 ]; then
+  # hbase-server + hbase-thrift 2.6.1 and their runtime dependencies (Hadoop 2.10.2, reload4j): ~150 jars, 108 MB.
+  resolve "HBase" "$TARGET/hbase-libs" -P hbase
+  HBASE_VERSION="$(sed -n 's:.*<hbase.version>\(.*\)</hbase.version>.*:\1:p' "$POM")"
+  HB="$TARGET/hbase-libs"
+  for jar in "hbase-server-$HBASE_VERSION" "hbase-thrift-$HBASE_VERSION" hbase-zookeeper- zookeeper-3 reload4j-; do
+    compgen -G "$HB/$jar*.jar" >/dev/null || die "$jar*.jar missing from $HB (run with --force)"
+  done
+  HB_V="$("$JAVA" -Xmx128m -cp "$HB/*" org.apache.hadoop.hbase.util.VersionInfo 2>>"$LOG" | head -n1)" \
+    || die "the HBase jars do not run (java -cp ... VersionInfo failed; log: $LOG)"
+  say "done: ${HB_V:-HBase $HBASE_VERSION} ready; start it with: python -m integration.hbase --port 9090"
 fi

@@ -162,3 +162,44 @@ def zookeeper():
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def kudu():
+    """One real Apache Kudu (a master and a tablet server, native binaries of ``kudu-binary``) for the session.
+
+    Skipped with the reason when the binaries are missing (run ``integration/install.sh``); with
+    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    """
+    from integration.kudu import KuduCluster, missing_requirements
+
+    require_or_skip(missing_requirements())
+    cluster = KuduCluster()
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        from spyt_queue.sinks.kudu.client import close_clients
+
+        close_clients()
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def hbase():
+    """One real Apache HBase 2.6.1 (standalone: embedded ZooKeeper, master and region server in one JVM) plus its
+    Thrift1 gateway for the session, started on first use (about 15 s: the slowest server; only tests that ask for
+    it pay). ``hbase.thrift_address`` is the sink's ``thrift`` option, ``hbase.uri(table)`` an ``offsets.store``.
+
+    Skipped with the reason when Java, the jars or happybase are missing (run ``integration/install.sh``); with
+    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    """
+    from integration.hbase import HBase, missing_requirements
+
+    require_or_skip(missing_requirements())
+    server = HBase()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

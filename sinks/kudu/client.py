@@ -1,0 +1,744 @@
+"""A small Python client for Apache Kudu over the official Java client (``org.apache.kudu:kudu-client``) via JPype.
+
+Why this route: ``kudu-python`` has no wheels and its sdist needs the Kudu C++ headers, which no package registry
+serves; the Java client is one shaded jar from Maven Central, and JPype1 has wheels. The JVM starts once per Python
+process (driver, each Spark Python worker) with the client jars on its class path, found in this order:
+
+1. ``jars=`` given to :func:`start_jvm` (the sink's ``kudu.jars`` option reaches executors this way);
+2. the environment variable ``SPYT_KUDU_JARS``: a directory of jars, or jar paths separated by ``os.pathsep``
+   (on a cluster: ``spark.executorEnv.SPYT_KUDU_JARS``);
+3. ``integration/target/kudu-client-libs/`` of a source checkout (what ``integration/install.sh`` fills).
+
+Types: every Kudu column type maps to one Python type, both ways, and NULL is read and written in any nullable
+column (a NULL never stops reading the rest of the row):
+
+=================  ====================================================================================
+Kudu               Python
+=================  ====================================================================================
+BOOL               ``bool``
+INT8/16/32/64      ``int``
+FLOAT, DOUBLE      ``float``
+DECIMAL(p, s)      ``decimal.Decimal`` (written with the column's scale; more digits is an error)
+STRING, VARCHAR    ``str``
+BINARY             ``bytes`` (``bytearray``/``memoryview`` accepted)
+UNIXTIME_MICROS    ``datetime.datetime``: naive = local time, as Spark's Python rows (an ``int`` = micros)
+DATE               ``datetime.date``
+=================  ====================================================================================
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import decimal
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spyt_queue.errors import BadRecordError, SpytQueueError, UnreachableError
+
+from .mutations import Mutation, MutationKind
+
+__all__ = [
+    "KUDU_JARS_ENV",
+    "ColumnSpec",
+    "KuduClient",
+    "KuduError",
+    "KuduTable",
+    "KuduTableNotFoundError",
+    "KuduUnavailableError",
+    "KuduWriteError",
+    "RowError",
+    "WriteSession",
+    "close_clients",
+    "get_client",
+    "kudu_jars",
+    "start_jvm",
+]
+
+KUDU_JARS_ENV = "SPYT_KUDU_JARS"
+_REPO_JARS = Path(__file__).resolve().parents[2] / "integration" / "target" / "kudu-client-libs"
+
+
+class KuduUnavailableError(SpytQueueError):
+    """JPype1 or the Kudu Java client jars are missing; the message says how to get them."""
+
+    code = "KUDU_UNAVAILABLE"
+
+
+class KuduError(SpytQueueError):
+    """A Kudu call failed (the Java exception's message is included)."""
+
+    code = "KUDU_ERROR"
+
+
+class KuduTableNotFoundError(SpytQueueError):
+    """A Kudu table does not exist (and was not to be created); the message names it."""
+
+    code = "KUDU_TABLE_NOT_FOUND"
+
+
+@dataclass(frozen=True)
+class RowError:
+    """One operation Kudu refused: its kind, the row's key, Kudu's status (``already_present``, ``not_found``...)."""
+
+    kind: str
+    key: str
+    status: str
+    message: str
+    already_present: bool = False
+    not_found: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.key}): {self.message}"
+
+
+class KuduWriteError(BadRecordError):
+    """Kudu refused some operations of a flush; ``errors`` lists them (the message names the first ones)."""
+
+    code = "KUDU_WRITE_FAILED"
+
+    def __init__(self, message: str, errors: Sequence[RowError] = (), overflowed: bool = False) -> None:
+        super().__init__(message)
+        self.errors = list(errors)
+        self.overflowed = overflowed
+
+
+# ------------------------------------------------------------------------------------------------- JVM
+
+
+_JVM_LOCK = threading.Lock()
+
+
+def kudu_jars(jars: str | Sequence[str] | None = None) -> list[str]:
+    """The client jars: ``jars`` (a directory or paths), else ``$SPYT_KUDU_JARS``, else the checkout's install."""
+    spec: str | Sequence[str] | None = jars or os.environ.get(KUDU_JARS_ENV) or None
+    paths: list[Path]
+    if spec is None:
+        paths = [_REPO_JARS]
+    elif isinstance(spec, str):
+        paths = [Path(p) for p in spec.split(os.pathsep) if p]
+    else:
+        paths = [Path(p) for p in spec]
+    found: list[str] = []
+    for p in paths:
+        if p.is_dir():
+            found.extend(str(j) for j in sorted(p.glob("*.jar")))
+        elif p.is_file():
+            found.append(str(p))
+    if not any(Path(j).name.startswith("kudu-client-") for j in found):
+        where = ", ".join(str(p) for p in paths)
+        raise KuduUnavailableError(
+            f"no kudu-client jar found in {where}: run integration/install.sh --kudu-only, or point "
+            f"{KUDU_JARS_ENV} (or the sink option kudu.jars) at a directory holding kudu-client and its dependencies"
+        )
+    return found
+
+
+def start_jvm(jars: str | Sequence[str] | None = None) -> Any:
+    """Start the in-process JVM with the Kudu client jars once per process; returns the ``jpype`` module.
+
+    A JVM already started (by an earlier call, or by another JPype user of this process that put the jars on its
+    class path) is reused."""
+    try:
+        import jpype
+    except ImportError:
+        raise KuduUnavailableError("JPype1 is not installed: pip install 'spyt-queue[kudu]'") from None
+    with _JVM_LOCK:
+        if not jpype.isJVMStarted():
+            classpath = kudu_jars(jars)
+            # -Xrs: leave SIGINT/SIGTERM to Python (Ctrl-C, Spark killing its workers).
+            jpype.startJVM("-Xrs", "-Xmx512m", classpath=classpath, convertStrings=False)
+        elif not jpype.JClass("java.lang.Thread").isAttached():
+            jpype.attachThreadToJVM()
+    try:
+        jpype.JClass("org.apache.kudu.client.KuduClient")
+    except Exception as exc:  # the JVM was started without our jars
+        raise KuduUnavailableError(f"the JVM of this process has no Kudu client on its class path ({exc})") from None
+    return jpype
+
+
+def _java_error(exc: BaseException) -> str:
+    msg = getattr(exc, "getMessage", None)
+    return str(msg()) if callable(msg) else str(exc)
+
+
+# --------------------------------------------------------------------------------------------- types
+
+
+class _Types:
+    """Java classes and per-type converters, resolved once the JVM runs."""
+
+    def __init__(self, jpype: Any) -> None:
+        J = jpype.JClass
+        self.jpype = jpype
+        self.Type = J("org.apache.kudu.Type")
+        self.Schema = J("org.apache.kudu.Schema")
+        self.ColumnSchemaBuilder = J("org.apache.kudu.ColumnSchema$ColumnSchemaBuilder")
+        self.ColumnTypeAttributesBuilder = J("org.apache.kudu.ColumnTypeAttributes$ColumnTypeAttributesBuilder")
+        self.CreateTableOptions = J("org.apache.kudu.client.CreateTableOptions")
+        self.KuduClientBuilder = J("org.apache.kudu.client.KuduClient$KuduClientBuilder")
+        self.KuduPredicate = J("org.apache.kudu.client.KuduPredicate")
+        self.ComparisonOp = J("org.apache.kudu.client.KuduPredicate$ComparisonOp")
+        self.FlushMode = J("org.apache.kudu.client.SessionConfiguration$FlushMode")
+        self.KuduException = J("org.apache.kudu.client.KuduException")
+        self.ArrayList = J("java.util.ArrayList")
+        self.BigDecimal = J("java.math.BigDecimal")
+        self.LocalDate = J("java.time.LocalDate")
+        self.SqlDate = J("java.sql.Date")
+        self.JLong, self.JInt, self.JShort, self.JByte = jpype.JLong, jpype.JInt, jpype.JShort, jpype.JByte
+        self.JFloat, self.JDouble, self.JBoolean = jpype.JFloat, jpype.JDouble, jpype.JBoolean
+        self.Long, self.Integer = J("java.lang.Long"), J("java.lang.Integer")
+        self.Short, self.Byte = J("java.lang.Short"), J("java.lang.Byte")
+        self.Float, self.Double, self.Boolean = J("java.lang.Float"), J("java.lang.Double"), J("java.lang.Boolean")
+        self.String = J("java.lang.String")
+        self.ByteArray = jpype.JArray(jpype.JByte)
+
+
+_TYPES: _Types | None = None
+
+
+def _types(jars: str | Sequence[str] | None = None) -> _Types:
+    global _TYPES
+    if _TYPES is None:
+        _TYPES = _Types(start_jvm(jars))
+    return _TYPES
+
+
+_EPOCH = dt.date(1970, 1, 1)
+
+
+def timestamp_micros(value: Any) -> int:
+    """Microseconds since the epoch of a ``datetime`` (naive = local time, as Spark does) or of an ``int``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, dt.datetime):
+        seconds = calendar.timegm(value.utctimetuple()) if value.tzinfo else time.mktime(value.timetuple())
+        return int(seconds) * 1_000_000 + value.microsecond
+    raise TypeError(f"expected a datetime or microseconds, got {type(value).__name__}")
+
+
+def datetime_from_micros(micros: int) -> dt.datetime:
+    """Naive local ``datetime`` of microseconds since the epoch (what Spark gives Python for a TimestampType)."""
+    return dt.datetime.fromtimestamp(micros // 1_000_000).replace(microsecond=micros % 1_000_000)
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    """A column of a table to create: ``type`` is a Kudu type name (``int64``, ``string``, ``unixtime_micros``,
+    ``decimal``, ``varchar``...); ``precision``/``scale`` for DECIMAL, ``length`` for VARCHAR."""
+
+    name: str
+    type: str
+    nullable: bool = True
+    key: bool = False
+    precision: int | None = None
+    scale: int | None = None
+    length: int | None = None
+
+
+@dataclass
+class _Column:
+    name: str
+    index: int
+    type: str  # Kudu type name, upper case: INT64, STRING, ...
+    nullable: bool
+    key: bool
+    scale: int = 0
+    schema: Any = field(default=None, repr=False)
+
+
+# -------------------------------------------------------------------------------------------- client
+
+_CLIENTS: dict[str, KuduClient] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def get_client(masters: str, jars: str | Sequence[str] | None = None) -> KuduClient:
+    """The process's shared :class:`KuduClient` for ``masters`` (created on first use)."""
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(masters)
+        if client is None:
+            client = _CLIENTS[masters] = KuduClient(masters, jars=jars)
+        return client
+
+
+def close_clients() -> None:
+    """Close every shared client of this process (tests call it before stopping the cluster)."""
+    with _CLIENTS_LOCK:
+        clients = list(_CLIENTS.values())
+        _CLIENTS.clear()
+    for c in clients:
+        c.close()
+
+
+class KuduClient:
+    """A connection to one Kudu cluster (``masters``: ``"host:port[,host:port...]"``)."""
+
+    def __init__(self, masters: str, jars: str | Sequence[str] | None = None, timeout_ms: int = 30_000) -> None:
+        self.masters = masters
+        self._t = _types(jars)
+        builder = self._t.KuduClientBuilder(masters)
+        builder.defaultAdminOperationTimeoutMs(timeout_ms)
+        builder.defaultOperationTimeoutMs(timeout_ms)
+        self._java = builder.build()
+        self._tables: dict[str, KuduTable] = {}
+        self._lock = threading.Lock()
+
+    def _call(self, what: str, fn: Any, *args: Any) -> Any:
+        _attach()
+        try:
+            return fn(*args)
+        except self._t.KuduException as exc:
+            message = _java_error(exc)
+            if "NoLeaderFound" in type(exc).__name__ or "connection" in message.lower():
+                raise UnreachableError(f"Kudu masters {self.masters}: {what}: {message}") from None
+            raise KuduError(f"Kudu {what} failed: {message}") from None
+
+    def table_exists(self, name: str) -> bool:
+        """Whether table ``name`` exists."""
+        return bool(self._call(f"tableExists({name})", self._java.tableExists, name))
+
+    def table(self, name: str) -> KuduTable:
+        """Open table ``name`` (cached); :class:`KuduTableNotFoundError` when it does not exist."""
+        with self._lock:
+            cached = self._tables.get(name)
+        if cached is not None:
+            return cached
+        if not self.table_exists(name):
+            raise KuduTableNotFoundError(f"Kudu table {name!r} does not exist on {self.masters}")
+        table = KuduTable(self, self._call(f"openTable({name})", self._java.openTable, name))
+        with self._lock:
+            self._tables[name] = table
+        return table
+
+    def create_table(
+        self,
+        name: str,
+        columns: Sequence[ColumnSpec],
+        hash_columns: Sequence[str] = (),
+        hash_buckets: int = 2,
+        range_columns: Sequence[str] = (),
+        range_splits: Sequence[Sequence[Any]] = (),
+        replicas: int = 1,
+        ignore_existing: bool = False,
+    ) -> KuduTable:
+        """Create a table: key columns first (as flagged in ``columns``), hash-partitioned on ``hash_columns``
+        into ``hash_buckets`` and/or range-partitioned on ``range_columns`` split at ``range_splits``."""
+        t = self._t
+        cols = t.ArrayList()
+        specs = list(columns)
+        specs.sort(key=lambda c: not c.key)  # Kudu wants the key columns first
+        for spec in specs:
+            kudu_type = t.Type.valueOf(spec.type.upper())
+            b = t.ColumnSchemaBuilder(spec.name, kudu_type).key(spec.key).nullable(spec.nullable and not spec.key)
+            if spec.type.upper() == "DECIMAL":
+                attrs = t.ColumnTypeAttributesBuilder().precision(spec.precision or 18).scale(spec.scale or 0)
+                b.typeAttributes(attrs.build())
+            elif spec.type.upper() == "VARCHAR":
+                b.typeAttributes(t.ColumnTypeAttributesBuilder().length(spec.length or 65535).build())
+            cols.add(b.build())
+        schema = t.Schema(cols)
+        opts = t.CreateTableOptions().setNumReplicas(replicas)
+        if hash_columns:
+            opts.addHashPartitions(_jlist(t, list(hash_columns)), hash_buckets)
+        opts.setRangePartitionColumns(_jlist(t, list(range_columns)))
+        if range_columns and range_splits:
+            by_name = {c.name: c for c in specs}
+            for split in range_splits:
+                row = schema.newPartialRow()
+                for col_name, value in zip(range_columns, split, strict=True):
+                    c = by_name[col_name]
+                    probe = _Column(c.name, schema.getColumnIndex(c.name), c.type.upper(), False, True, c.scale or 0)
+                    _set_cell(t, row, probe, value)
+                opts.addSplitRow(row)
+        _attach()
+        try:
+            self._java.createTable(name, schema, opts)
+        except t.KuduException as exc:
+            if not (ignore_existing and "already exists" in _java_error(exc).lower()):
+                raise KuduError(f"creating Kudu table {name!r} failed: {_java_error(exc)}") from None
+        with self._lock:
+            self._tables.pop(name, None)
+        return self.table(name)
+
+    def delete_table(self, name: str) -> None:
+        """Drop table ``name``."""
+        with self._lock:
+            self._tables.pop(name, None)
+        self._call(f"deleteTable({name})", self._java.deleteTable, name)
+
+    def close(self) -> None:
+        """Close the connection (sessions of it become unusable)."""
+        _attach()
+        try:
+            self._java.close()
+        except Exception:  # closing a client of a stopped cluster may complain; nothing to do about it
+            pass
+
+
+def _attach() -> None:
+    jpype = _types().jpype
+    if not jpype.java.lang.Thread.isAttached():
+        jpype.attachThreadToJVM()
+
+
+def _jlist(t: _Types, items: Iterable[Any]) -> Any:
+    out = t.ArrayList()
+    for item in items:
+        out.add(item)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- cells
+
+
+def _set_cell(t: _Types, row: Any, col: _Column, value: Any) -> None:
+    """Write ``value`` into column ``col`` of a Java ``PartialRow`` (None = NULL)."""
+    i = col.index
+    if value is None:
+        if not col.nullable:
+            raise BadRecordError(f"column {col.name!r} is NOT NULL in Kudu but the row has NULL there")
+        row.setNull(i)
+        return
+    ty = col.type
+    try:
+        if ty == "INT64":
+            row.addLong(i, t.JLong(value))
+        elif ty == "STRING":
+            row.addString(i, str(value))
+        elif ty == "INT32":
+            row.addInt(i, t.JInt(value))
+        elif ty == "DOUBLE":
+            row.addDouble(i, t.JDouble(value))
+        elif ty == "UNIXTIME_MICROS":
+            row.addLong(i, t.JLong(timestamp_micros(value)))
+        elif ty == "BOOL":
+            row.addBoolean(i, t.JBoolean(bool(value)))
+        elif ty == "INT16":
+            row.addShort(i, t.JShort(value))
+        elif ty == "INT8":
+            row.addByte(i, t.JByte(value))
+        elif ty == "FLOAT":
+            row.addFloat(i, t.JFloat(value))
+        elif ty == "BINARY":
+            row.addBinary(i, t.ByteArray(bytes(value)))
+        elif ty == "DECIMAL":
+            row.addDecimal(i, t.BigDecimal(str(_decimal(value, col))))
+        elif ty == "VARCHAR":
+            row.addVarchar(i, str(value))
+        elif ty == "DATE":
+            days = (value - _EPOCH).days if isinstance(value, dt.date) else int(value)
+            row.addDate(i, t.SqlDate.valueOf(t.LocalDate.ofEpochDay(days)))
+        else:  # pragma: no cover - a type added to Kudu after 1.18
+            raise BadRecordError(f"column {col.name!r} has Kudu type {ty}, which spyt-queue does not map")
+    except (TypeError, OverflowError, ValueError, decimal.InvalidOperation) as exc:
+        raise BadRecordError(f"value {value!r} does not fit Kudu column {col.name!r} ({ty}): {exc}") from None
+    except t.jpype.JException as exc:
+        raise BadRecordError(f"value {value!r} does not fit Kudu column {col.name!r} ({ty}): {_java_error(exc)}") from (
+            None
+        )
+
+
+def _decimal(value: Any, col: _Column) -> decimal.Decimal:
+    d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+    q = d.quantize(decimal.Decimal(1).scaleb(-col.scale))
+    if q != d:
+        raise ValueError(f"more than {col.scale} decimal places")
+    return q
+
+
+def _get_cell(t: _Types, res: Any, col: _Column) -> Any:
+    """Read column ``col`` of a Java ``RowResult`` (None for NULL)."""
+    i = col.index
+    if col.nullable and res.isNull(i):
+        return None
+    ty = col.type
+    if ty in ("INT64", "INT32", "INT16", "INT8"):
+        return int({"INT64": res.getLong, "INT32": res.getInt, "INT16": res.getShort, "INT8": res.getByte}[ty](i))
+    if ty == "STRING":
+        return str(res.getString(i))
+    if ty == "UNIXTIME_MICROS":
+        return datetime_from_micros(int(res.getLong(i)))
+    if ty in ("DOUBLE", "FLOAT"):
+        return float(res.getDouble(i) if ty == "DOUBLE" else res.getFloat(i))
+    if ty == "BOOL":
+        return bool(res.getBoolean(i))
+    if ty == "BINARY":
+        return bytes(res.getBinaryCopy(i))
+    if ty == "DECIMAL":
+        return decimal.Decimal(str(res.getDecimal(i).toPlainString()))
+    if ty == "VARCHAR":
+        return str(res.getVarchar(i))
+    if ty == "DATE":
+        return _EPOCH + dt.timedelta(days=int(res.getDate(i).toLocalDate().toEpochDay()))
+    raise BadRecordError(f"column {col.name!r} has Kudu type {ty}, which spyt-queue does not map")  # pragma: no cover
+
+
+def _boxed(t: _Types, col: _Column, value: Any) -> Any:
+    """A boxed Java value for a predicate on ``col`` (the Java client's in-list takes boxed values)."""
+    ty = col.type
+    if ty in ("INT64", "UNIXTIME_MICROS"):
+        return t.Long(t.JLong(timestamp_micros(value) if ty == "UNIXTIME_MICROS" else value))
+    if ty == "INT32":
+        return t.Integer(t.JInt(value))
+    if ty == "INT16":
+        return t.Short(t.JShort(value))
+    if ty == "INT8":
+        return t.Byte(t.JByte(value))
+    if ty in ("STRING", "VARCHAR"):
+        return t.String(str(value))
+    if ty == "BOOL":
+        return t.Boolean(t.JBoolean(bool(value)))
+    if ty == "DOUBLE":
+        return t.Double(t.JDouble(value))
+    if ty == "FLOAT":
+        return t.Float(t.JFloat(value))
+    if ty == "BINARY":
+        return t.ByteArray(bytes(value))
+    if ty == "DECIMAL":
+        return t.BigDecimal(str(_decimal(value, col)))
+    if ty == "DATE":
+        days = (value - _EPOCH).days if isinstance(value, dt.date) else int(value)
+        return t.SqlDate.valueOf(t.LocalDate.ofEpochDay(days))
+    raise BadRecordError(f"no predicate for Kudu type {ty} (column {col.name!r})")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------- table
+
+
+class KuduTable:
+    """An open table: its schema, key scans, and write sessions."""
+
+    def __init__(self, client: KuduClient, java_table: Any) -> None:
+        self.client = client
+        self._t = client._t
+        self._java = java_table
+        self.name = str(java_table.getName())
+        schema = java_table.getSchema()
+        self.columns: list[_Column] = []
+        for i, cs in enumerate(schema.getColumns()):
+            attrs = cs.getTypeAttributes()
+            scale = int(attrs.getScale()) if attrs is not None and attrs.hasScale() else 0
+            name, ty = str(cs.getName()), str(cs.getType().name())
+            self.columns.append(_Column(name, i, ty, bool(cs.isNullable()), bool(cs.isKey()), scale, cs))
+        self.by_name = {c.name: c for c in self.columns}
+        self.primary_key = [c.name for c in self.columns if c.key]
+
+    @property
+    def column_names(self) -> list[str]:
+        """Every column, in schema order."""
+        return [c.name for c in self.columns]
+
+    def column_types(self) -> dict[str, str]:
+        """Column name -> Kudu type name (``INT64``, ``STRING``, ``UNIXTIME_MICROS``...)."""
+        return {c.name: c.type for c in self.columns}
+
+    def _col(self, name: str) -> _Column:
+        try:
+            return self.by_name[name]
+        except KeyError:
+            raise BadRecordError(
+                f"Kudu table {self.name!r} has no column {name!r} (columns: {', '.join(self.column_names)})"
+            ) from None
+
+    # -------------------------------------------------------------------------------------- reads
+
+    def scan(
+        self,
+        equal: Mapping[str, Any] | None = None,
+        in_lists: Mapping[str, Sequence[Any]] | None = None,
+        columns: Sequence[str] | None = None,
+        at_least: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Rows matching every predicate: ``equal`` (column == value), ``in_lists`` (column IN values), ``at_least``
+        (column >= value); ``columns`` projects (default: all). Reads the whole result (one scanner)."""
+        t = self._t
+        _attach()
+        builder = self.client._java.newScannerBuilder(self._java)
+        proj = [self._col(c) for c in (columns or self.column_names)]
+        builder.setProjectedColumnNames(_jlist(t, [c.name for c in proj]))
+        for name, value in (equal or {}).items():
+            c = self._col(name)
+            if value is None:
+                builder.addPredicate(t.KuduPredicate.newIsNullPredicate(c.schema))
+            else:
+                builder.addPredicate(t.KuduPredicate.newInListPredicate(c.schema, _jlist(t, [_boxed(t, c, value)])))
+        for name, values in (in_lists or {}).items():
+            c = self._col(name)
+            builder.addPredicate(
+                t.KuduPredicate.newInListPredicate(c.schema, _jlist(t, [_boxed(t, c, v) for v in values]))
+            )
+        for name, value in (at_least or {}).items():
+            c = self._col(name)
+            builder.addPredicate(
+                t.KuduPredicate.newComparisonPredicate(c.schema, t.ComparisonOp.GREATER_EQUAL, _boxed(t, c, value))
+            )
+        # Result columns are indexed by projection position.
+        out_cols = [_Column(c.name, i, c.type, c.nullable, c.key, c.scale) for i, c in enumerate(proj)]
+        rows: list[dict[str, Any]] = []
+        try:
+            scanner = builder.build()
+            while scanner.hasMoreRows():
+                it = scanner.nextRows()
+                while it.hasNext():
+                    res = it.next()
+                    rows.append({c.name: _get_cell(t, res, c) for c in out_cols})
+            scanner.close()
+        except t.KuduException as exc:
+            raise KuduError(f"scan of Kudu table {self.name!r} failed: {_java_error(exc)}") from None
+        return rows
+
+    def rows_for_keys(
+        self, key_columns: Sequence[str], keys: Iterable[tuple[Any, ...]], batch: int = 1000
+    ) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+        """Existing rows grouped by their value of ``key_columns``, for the given ``keys`` only: one scan per
+        ``batch`` keys, with an IN-list predicate on each key column (a composite key over-fetches the cross product
+        of the lists; those rows are dropped here). Keys with no rows map to ``[]``."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[tuple[Any, ...], list[dict[str, Any]]] = {k: [] for k in wanted}
+        for start in range(0, len(wanted), batch):
+            chunk = wanted[start : start + batch]
+            in_lists = {c: list(dict.fromkeys(k[i] for k in chunk)) for i, c in enumerate(key_columns)}
+            if any(None in v for v in in_lists.values()):
+                raise BadRecordError(f"a key of Kudu table {self.name!r} has NULL in one of {list(key_columns)}")
+            for row in self.scan(in_lists=in_lists):
+                k = tuple(row[c] for c in key_columns)
+                if k in found:
+                    found[k].append(row)
+        return found
+
+    def read_all(self) -> list[dict[str, Any]]:
+        """Every row (tests, small tables)."""
+        return self.scan()
+
+    # -------------------------------------------------------------------------------------- writes
+
+    def session(self, buffer_ops: int = 10_000) -> WriteSession:
+        """A write session (AUTO_FLUSH_BACKGROUND); call ``flush()`` and check its errors before trusting it."""
+        return WriteSession(self, buffer_ops)
+
+    def apply(self, mutations: Iterable[Mutation]) -> int:
+        """Apply ``mutations`` in one session and flush; :class:`KuduWriteError` if Kudu refused any of them."""
+        with self.session() as s:
+            n = s.apply_all(mutations)
+            s.flush()
+        return n
+
+
+class WriteSession:
+    """Operations on one table, sent in the background and confirmed by :meth:`flush`, which raises
+    :class:`KuduWriteError` for every refused row (none is ever dropped silently)."""
+
+    def __init__(self, table: KuduTable, buffer_ops: int = 10_000) -> None:
+        self.table = table
+        t = table._t
+        self._t = t
+        _attach()
+        self._java = table.client._java.newSession()
+        self._java.setFlushMode(t.FlushMode.AUTO_FLUSH_BACKGROUND)
+        self._java.setMutationBufferSpace(buffer_ops)
+        self._java.setIgnoreAllDuplicateRows(False)
+        jt = table._java
+        self._new = {
+            MutationKind.INSERT: jt.newInsert,
+            MutationKind.UPDATE: jt.newUpdate,
+            MutationKind.UPSERT: jt.newUpsert,
+            MutationKind.DELETE: jt.newDelete,
+        }
+        self.applied = 0
+
+    def apply(self, mutation: Mutation) -> None:
+        """Queue one mutation (columns absent from its row are left unset)."""
+        op = self._new[mutation.kind]()
+        row = op.getRow()
+        cols = self.table.by_name
+        for name, value in mutation.row.items():
+            col = cols.get(name)
+            if col is None:
+                self.table._col(name)  # raises, naming the table and its columns
+                continue
+            _set_cell(self._t, row, col, value)
+        try:
+            self._java.apply(op)
+        except self._t.KuduException as exc:
+            raise KuduError(f"Kudu apply on {self.table.name!r} failed: {_java_error(exc)}") from None
+        self.applied += 1
+
+    def apply_all(self, mutations: Iterable[Mutation]) -> int:
+        """Queue every mutation; returns how many."""
+        n = 0
+        for m in mutations:
+            self.apply(m)
+            n += 1
+        return n
+
+    def flush(self) -> None:
+        """Send what is buffered and wait; then fail with :class:`KuduWriteError` if any operation of this session
+        was refused since the last flush."""
+        _attach()
+        try:
+            self._java.flush()
+        except self._t.KuduException as exc:
+            raise KuduError(f"Kudu flush on {self.table.name!r} failed: {_java_error(exc)}") from None
+        if self._java.countPendingErrors() == 0:
+            return
+        pending = self._java.getPendingErrors()
+        errors = [_row_error(e) for e in pending.getRowErrors()]
+        overflowed = bool(pending.isOverflowed())
+        shown = "; ".join(str(e) for e in errors[:3])
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        lost = " (the error buffer overflowed: more rows failed)" if overflowed else ""
+        raise KuduWriteError(
+            f"Kudu refused {len(errors)} operation(s) on table {self.table.name!r}: {shown}{more}{lost}",
+            errors,
+            overflowed,
+        )
+
+    def close(self) -> None:
+        """Close the session (buffered operations are flushed by Kudu; call :meth:`flush` first to see errors)."""
+        _attach()
+        try:
+            self._java.close()
+        except Exception:  # errors of a close after a failed flush were reported by flush()
+            pass
+
+    def __enter__(self) -> WriteSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _row_error(e: Any) -> RowError:
+    status = e.getErrorStatus()
+    op = e.getOperation()
+    kind = str(type(op).__name__) if not hasattr(op, "getClass") else str(op.getClass().getSimpleName())
+    try:
+        key = str(op.getRow().stringifyRowKey())
+    except Exception:
+        key = "?"
+    return RowError(
+        kind=kind.upper(),
+        key=key,
+        status=str(status.getCodeName()) if hasattr(status, "getCodeName") else "",
+        message=str(status.toString()),
+        already_present=bool(status.isAlreadyPresent()),
+        not_found=bool(status.isNotFound()),
+    )
+
+
+def iter_chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` in lists of at most ``size``."""
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
