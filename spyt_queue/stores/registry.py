@@ -18,6 +18,7 @@ OPTION = "offsets.store"
 NATIVE = ("default", "consumer", "group")
 SCHEMES: dict[str, str] = {
     "zookeeper": "spyt_queue.stores.zookeeper",
+    "hbase": "spyt_queue.stores.hbase",
 }
 
 

@@ -310,6 +310,41 @@ class KafkaGroupFactory(StoreFactory):
         return hook_once(store, "advance", advance)
 
 
+class HBaseFactory(StoreFactory):
+    """:class:`HBaseStore` objects on the session's real HBase (through its Thrift1 gateway), in a table unique to
+    the factory: every (group, source) is a row prefix in it."""
+
+    garbage_error = "not a commit of positions"
+
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__()
+        self.host, self.port = host, port
+        self.table = f"offsets_{uuid.uuid4().hex[:10]}"
+
+    def _make(self, source: str, group: str) -> OffsetStore:
+        from spyt_queue.stores.hbase import HBaseStore
+
+        return HBaseStore(self.host, self.port, self.table, source, group, timeout=30)
+
+    def write_garbage(self, store: OffsetStore, key: str) -> str:
+        """Another tool's value in the cell of the newest commit row (Cloudera's layout writes bare numbers)."""
+        from spyt_queue.stores.hbase import HBaseStore, commit_row_key
+
+        assert isinstance(store, HBaseStore)
+        row = commit_row_key(store.prefix, store.newest()[0])
+        store.connection().table(self.table).put(row, {store.column: b"120"})
+        return row.decode()
+
+    def lost_reply_error(self) -> BaseException:
+        from thriftpy2.transport import TTransportException
+
+        return TTransportException(TTransportException.TIMED_OUT, "TSocket read 0 bytes (reply lost)")
+
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
+        """The writer runs right after the store read the newest commit, before its ``checkAndPut``."""
+        return hook_once(store, "newest", writer_after(writer))
+
+
 @contextlib.contextmanager
 def hook_once(target: Any, name: str, hook: Callable[..., Any]) -> Iterator[None]:
     """Within the block, the next call of ``target.<name>(...)`` runs ``hook(original, ...)`` instead; the

@@ -14,6 +14,7 @@ import pytest
 from spyt_queue.committer import Committer
 from spyt_queue.errors import ConsumerConflictError, SpytQueueError
 from tests.stores.harness import (
+    HBaseFactory,
     KafkaGroupFactory,
     LostReply,
     MemoryFactory,
@@ -22,7 +23,7 @@ from tests.stores.harness import (
     ZooKeeperFactory,
 )
 
-FACTORIES = ["memory", "zookeeper", "zookeeper-kafka-layout", "yt-consumer", "kafka-group"]
+FACTORIES = ["memory", "zookeeper", "zookeeper-kafka-layout", "yt-consumer", "kafka-group", "hbase"]
 KAFKA_PARTITIONS = 13  # the largest partition index the suite uses is 12 (unusual_keys)
 
 
@@ -53,6 +54,9 @@ def factory(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
         made = KafkaGroupFactory(
             request.getfixturevalue("kafka_bootstrap"), request.getfixturevalue("kafka_topic"), KAFKA_PARTITIONS
         )
+    elif name == "hbase":
+        hbase = request.getfixturevalue("hbase")
+        made = HBaseFactory(hbase.thrift_host, hbase.thrift_port)
     else:  # pragma: no cover
         raise AssertionError(name)
     try:
