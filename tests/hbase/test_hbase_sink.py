@@ -1,0 +1,173 @@
+"""The ``spyt_hbase`` sink on a real HBase: type mapping read back, event-time convergence, table errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+
+import pytest
+from pyspark.sql import types as T
+
+from spyt_queue.errors import SpytQueueError
+from spyt_queue.options import Options
+from spyt_queue.sinks.hbase.codec import decode
+from spyt_queue.sinks.hbase.writer import HBaseWriteCommit, settings_from_options, write_task
+
+pytestmark = pytest.mark.spark
+
+UTC = dt.timezone.utc
+
+
+def table_name() -> str:
+    return f"sink_{uuid.uuid4().hex[:10]}"
+
+
+def write(df, hbase, table: str, **options) -> None:
+    writer = df.write.format("spyt_hbase").option("thrift", hbase.thrift_address).option("table", table)
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    writer.mode("append").save()
+
+
+def cells(hbase, table: str, **scan) -> dict[bytes, dict[bytes, bytes]]:
+    conn = hbase.connection()
+    try:
+        return dict(conn.table(table).scan(**scan))
+    finally:
+        conn.close()
+
+
+ALL_TYPES = T.StructType(
+    [
+        T.StructField("id", T.StringType()),
+        T.StructField("s", T.StringType()),
+        T.StructField("b", T.BinaryType()),
+        T.StructField("flag", T.BooleanType()),
+        T.StructField("i8", T.ByteType()),
+        T.StructField("i16", T.ShortType()),
+        T.StructField("i32", T.IntegerType()),
+        T.StructField("i64", T.LongType()),
+        T.StructField("f32", T.FloatType()),
+        T.StructField("f64", T.DoubleType()),
+        T.StructField("dec", T.DecimalType(10, 2)),
+        T.StructField("day", T.DateType()),
+        T.StructField("at", T.TimestampType()),
+    ]
+)
+
+
+def test_every_type_reads_back_with_the_documented_mapping(spark, hbase) -> None:
+    rows = [
+        (
+            "k1",
+            "héllo",
+            b"\x00\xff",
+            True,
+            -5,
+            -300,
+            -70000,
+            -(2**40),
+            1.5,
+            -2.25,
+            decimal.Decimal("12.50"),
+            dt.date(1969, 12, 31),
+            dt.datetime(2024, 2, 29, 12, 0, 0, 123456, tzinfo=UTC),
+        ),
+        ("k2", None, None, False, 0, 0, 0, 0, 0.0, 0.0, None, dt.date(2030, 1, 1), None),
+    ]
+    table = table_name()
+    write(spark.createDataFrame(rows, ALL_TYPES), hbase, table, row_key="id", create_table="true")
+    stored = cells(hbase, table)
+    assert sorted(stored) == [b"k1", b"k2"]
+    for row in rows:
+        back = {
+            field.name: decode(stored[row[0].encode()][b"d:" + field.name.encode()], field.dataType)
+            for field in ALL_TYPES.fields[1:]
+            if b"d:" + field.name.encode() in stored[row[0].encode()]
+        }
+        expected = {f.name: v for f, v in zip(ALL_TYPES.fields[1:], row[1:], strict=True) if v is not None}
+        assert back == expected
+    assert stored[b"k1"][b"d:i32"] == (-70000).to_bytes(4, "big", signed=True)  # HBase's Bytes.toBytes(int)
+    assert stored[b"k1"][b"d:flag"] == b"\xff" and stored[b"k2"][b"d:flag"] == b"\x00"
+    assert b"d:s" not in stored[b"k2"], "a null writes no cell"
+
+
+def test_event_time_makes_replays_and_late_rows_converge(spark, hbase) -> None:
+    """HBase keeps the newest version by timestamp: an older event written after a newer one lands underneath, and
+    replaying a batch rewrites the same cells with the same versions."""
+    schema = "user string, status string, at timestamp"
+    table = table_name()
+    newer = spark.createDataFrame([("u1", "paid", dt.datetime(2024, 1, 2, tzinfo=UTC))], schema)
+    older = spark.createDataFrame([("u1", "created", dt.datetime(2024, 1, 1, tzinfo=UTC))], schema)
+    options = {"row_key": "user", "timestamp_column": "at", "create_table": "true"}
+    write(newer, hbase, table, **options)
+    write(older, hbase, table, **options)  # late
+    write(newer, hbase, table, **options)  # replay
+    conn = hbase.connection()
+    try:
+        t = conn.table(table)
+        assert t.row(b"u1")[b"d:status"] == b"paid"
+        ts_newer = int(dt.datetime(2024, 1, 2, tzinfo=UTC).timestamp() * 1000)
+        assert t.row(b"u1", include_timestamp=True)[b"d:status"] == (b"paid", ts_newer)
+    finally:
+        conn.close()
+
+
+def test_row_key_from_columns_with_separator_and_salt(spark, hbase) -> None:
+    table = table_name()
+    df = spark.createDataFrame([("eu", 7, "x"), ("us", 12, "y")], "region string, n int, v string")
+    write(df, hbase, table, row_key="region,n", row_key_separator="#", row_key_prefix="salt:16", create_table="true")
+    keys = sorted(cells(hbase, table))
+    import zlib
+
+    assert keys == sorted(f"{zlib.crc32(k) % 16:02d}#".encode() + k for k in (b"eu#7", b"us#12"))
+    assert all(b"d:v" in c and b"d:region" not in c for c in cells(hbase, table).values())
+
+
+def test_column_mapping_to_other_families(spark, hbase) -> None:
+    table = table_name()
+    conn = hbase.connection()
+    conn.create_table(table, {"d": {}, "meta": {}})
+    conn.close()
+    df = spark.createDataFrame([("k", "a", "b")], "id string, x string, y string")
+    write(df, hbase, table, row_key="id", column_mapping="y=meta:why")
+    assert cells(hbase, table) == {b"k": {b"d:x": b"a", b"meta:why": b"b"}}
+
+
+def test_missing_table_and_missing_family_are_errors_naming_them(spark, hbase) -> None:
+    df = spark.createDataFrame([("k", "a")], "id string, x string")
+    table = table_name()
+    with pytest.raises(Exception, match=f"'{table}' via Thrift .* does not exist.*create_table=true"):
+        write(df, hbase, table, row_key="id")
+    conn = hbase.connection()
+    conn.create_table(table, {"other": {}})
+    conn.close()
+    with pytest.raises(Exception, match=f"'{table}'.*has no column family 'd'"):
+        write(df, hbase, table, row_key="id")
+
+
+def test_a_failed_mutation_fails_the_task_naming_table_and_row(spark, hbase) -> None:
+    """What a task does when HBase refuses a put (here: the family vanished after the driver's check)."""
+    table = table_name()
+    conn = hbase.connection()
+    conn.create_table(table, {"other": {}})
+    conn.close()
+    schema = T.StructType([T.StructField("id", T.StringType()), T.StructField("x", T.StringType())])
+    settings = settings_from_options(Options({"thrift": hbase.thrift_address, "table": table, "row_key": "id"}), schema)
+    import pyarrow as pa
+
+    batch = pa.RecordBatch.from_pydict({"id": ["r1", "r2"], "x": ["a", "b"]})
+    with pytest.raises(SpytQueueError, match=f"'{table}'.*from row key b'r1' failed after 0 row"):
+        write_task(settings, iter([batch]))
+    assert write_task(settings, iter([])) == HBaseWriteCommit()
+
+
+def test_bad_options_name_the_option(spark, hbase) -> None:
+    df = spark.createDataFrame([("k", [1])], "id string, xs array<int>")
+    with pytest.raises(Exception, match="column 'xs' has type array<int>"):
+        write(df, hbase, table_name(), row_key="id", create_table="true")
+    with pytest.raises(Exception, match="row_key"):
+        write(df.select("id"), hbase, table_name(), row_key="nope")
+    with pytest.raises(Exception, match=r"not an option of the spyt_hbase sink.*row_key"):
+        write(df.select("id"), hbase, table_name(), rowkey="id")
