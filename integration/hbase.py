@@ -295,9 +295,7 @@ class HBaseThrift(_HBaseJvm):
         self.master.write_conf(self.conf_dir, self.log_level)
 
     def _command(self) -> list[str]:
-        return self._hbase_command(
-            THRIFT_MAIN, "-b", self.host, "-p", str(self.port), "--infoport", "-1", "start"
-        )
+        return self._hbase_command(THRIFT_MAIN, "-b", self.host, "-p", str(self.port), "--infoport", "-1", "start")
 
     def _readiness_probe(self) -> Callable[[float], str | None]:
         import happybase

@@ -70,10 +70,13 @@ def physical(array: pa.Array) -> list[Any]:
 
 def supported(data_type: T.DataType) -> bool:
     """Whether a column of ``data_type`` can be written."""
-    return isinstance(
-        data_type,
-        (T.StringType, T.BinaryType, T.BooleanType, T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType),
-    ) or type(data_type) in _STRUCTS
+    return (
+        isinstance(
+            data_type,
+            (T.StringType, T.BinaryType, T.BooleanType, T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType),
+        )
+        or type(data_type) in _STRUCTS
+    )
 
 
 def encoder_for(name: str, data_type: T.DataType, option: str = "column") -> Callable[[Any], bytes]:

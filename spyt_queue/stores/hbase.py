@@ -268,8 +268,9 @@ class HBaseStore(OffsetStore):
         commit, current = self.newest()
         stale = {key: current.get(key) for key in new if current.get(key) != old.get(key)}
         if stale:
+            expected = {k: old.get(k) for k in stale}
             raise ConsumerConflictError(
-                f"{self.describe()}: expected positions {({k: old.get(k) for k in stale})}, found {stale} in commit "
+                f"{self.describe()}: expected positions {expected}, found {stale} in commit "
                 f"{commit}: another query (or tool) moved them. Use a separate group per query."
             )
         if all(current.get(key) == value for key, value in new.items()):

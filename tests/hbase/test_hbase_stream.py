@@ -19,11 +19,7 @@ pytestmark = pytest.mark.spark
 
 
 def _run(spark, yt_proxy: str, queue: str, hbase, table: str, checkpoint: str, run: str, **reader_options) -> None:
-    reader = (
-        spark.readStream.format("ytqueue")
-        .option("proxy", yt_proxy)
-        .option("include_service_columns", "true")
-    )
+    reader = spark.readStream.format("ytqueue").option("proxy", yt_proxy).option("include_service_columns", "true")
     for key, value in reader_options.items():
         reader = reader.option(key, str(value))
     df = reader.load(queue).selectExpr(
