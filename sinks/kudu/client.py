@@ -71,9 +71,14 @@ class KuduUnavailableError(SpytQueueError):
 
 
 class KuduError(SpytQueueError):
-    """A Kudu call failed (the Java exception's message is included)."""
+    """A Kudu call failed (the Java exception's message is included); ``transient`` when worth retrying (timed
+    out, service unavailable, network error)."""
 
     code = "KUDU_ERROR"
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class KuduTableNotFoundError(SpytQueueError):
@@ -92,6 +97,8 @@ class RowError:
     message: str
     already_present: bool = False
     not_found: bool = False
+    #: Timed out / service unavailable / network error: the operation may or may not have been applied.
+    transient: bool = False
 
     def __str__(self) -> str:
         return f"{self.kind} ({self.key}): {self.message}"
@@ -106,6 +113,8 @@ class KuduWriteError(BadRecordError):
         super().__init__(message)
         self.errors = list(errors)
         self.overflowed = overflowed
+        #: Every refused operation failed for a transient reason (a retry may succeed).
+        self.transient = bool(self.errors) and all(e.transient for e in self.errors)
 
 
 # ------------------------------------------------------------------------------------------------- JVM
@@ -154,7 +163,7 @@ def start_jvm(jars: str | Sequence[str] | None = None) -> Any:
             # -Xrs: leave SIGINT/SIGTERM to Python (Ctrl-C, Spark killing its workers).
             jpype.startJVM("-Xrs", "-Xmx512m", classpath=classpath, convertStrings=False)
         elif not jpype.JClass("java.lang.Thread").isAttached():
-            jpype.attachThreadToJVM()
+            jpype.java.lang.Thread.attach()
     try:
         jpype.JClass("org.apache.kudu.client.KuduClient")
     except Exception as exc:  # the JVM was started without our jars
@@ -165,6 +174,22 @@ def start_jvm(jars: str | Sequence[str] | None = None) -> Any:
 def _java_error(exc: BaseException) -> str:
     msg = getattr(exc, "getMessage", None)
     return str(msg()) if callable(msg) else str(exc)
+
+
+def _status_transient(status: Any) -> bool:
+    try:
+        return bool(
+            status.isTimedOut() or status.isServiceUnavailable() or status.isNetworkError() or status.isAborted()
+        )
+    except Exception:
+        return False
+
+
+def _kudu_error(what: str, exc: Any) -> KuduError:
+    """A :class:`KuduError` for a Java ``KuduException``, transient when its status says so."""
+    status = exc.getStatus() if hasattr(exc, "getStatus") else None
+    transient = _status_transient(status) if status is not None else False
+    return KuduError(f"Kudu {what} failed: {_java_error(exc)}", transient=transient)
 
 
 # --------------------------------------------------------------------------------------------- types
@@ -294,10 +319,10 @@ class KuduClient:
         try:
             return fn(*args)
         except self._t.KuduException as exc:
-            message = _java_error(exc)
-            if "NoLeaderFound" in type(exc).__name__ or "connection" in message.lower():
-                raise UnreachableError(f"Kudu masters {self.masters}: {what}: {message}") from None
-            raise KuduError(f"Kudu {what} failed: {message}") from None
+            error = _kudu_error(what, exc)
+            if error.transient and "leader" in str(error).lower():
+                raise UnreachableError(f"Kudu masters {self.masters}: {what}: {_java_error(exc)}") from None
+            raise error from None
 
     def table_exists(self, name: str) -> bool:
         """Whether table ``name`` exists."""
@@ -324,11 +349,12 @@ class KuduClient:
         hash_buckets: int = 2,
         range_columns: Sequence[str] = (),
         range_splits: Sequence[Sequence[Any]] = (),
-        replicas: int = 1,
+        replicas: int | None = None,
         ignore_existing: bool = False,
     ) -> KuduTable:
         """Create a table: key columns first (as flagged in ``columns``), hash-partitioned on ``hash_columns``
-        into ``hash_buckets`` and/or range-partitioned on ``range_columns`` split at ``range_splits``."""
+        into ``hash_buckets`` and/or range-partitioned on ``range_columns`` split at ``range_splits``;
+        ``replicas`` defaults to the master's setting."""
         t = self._t
         cols = t.ArrayList()
         specs = list(columns)
@@ -343,7 +369,9 @@ class KuduClient:
                 b.typeAttributes(t.ColumnTypeAttributesBuilder().length(spec.length or 65535).build())
             cols.add(b.build())
         schema = t.Schema(cols)
-        opts = t.CreateTableOptions().setNumReplicas(replicas)
+        opts = t.CreateTableOptions()
+        if replicas:  # else the master's --default_num_replicas
+            opts.setNumReplicas(replicas)
         if hash_columns:
             opts.addHashPartitions(_jlist(t, list(hash_columns)), hash_buckets)
         opts.setRangePartitionColumns(_jlist(t, list(range_columns)))
@@ -361,7 +389,7 @@ class KuduClient:
             self._java.createTable(name, schema, opts)
         except t.KuduException as exc:
             if not (ignore_existing and "already exists" in _java_error(exc).lower()):
-                raise KuduError(f"creating Kudu table {name!r} failed: {_java_error(exc)}") from None
+                raise _kudu_error(f"creating table {name!r}", exc) from None
         with self._lock:
             self._tables.pop(name, None)
         return self.table(name)
@@ -384,7 +412,7 @@ class KuduClient:
 def _attach() -> None:
     jpype = _types().jpype
     if not jpype.java.lang.Thread.isAttached():
-        jpype.attachThreadToJVM()
+        jpype.java.lang.Thread.attach()
 
 
 def _jlist(t: _Types, items: Iterable[Any]) -> Any:
@@ -590,7 +618,7 @@ class KuduTable:
                     rows.append({c.name: _get_cell(t, res, c) for c in out_cols})
             scanner.close()
         except t.KuduException as exc:
-            raise KuduError(f"scan of Kudu table {self.name!r} failed: {_java_error(exc)}") from None
+            raise _kudu_error(f"scan of table {self.name!r}", exc) from None
         return rows
 
     def rows_for_keys(
@@ -666,7 +694,7 @@ class WriteSession:
         try:
             self._java.apply(op)
         except self._t.KuduException as exc:
-            raise KuduError(f"Kudu apply on {self.table.name!r} failed: {_java_error(exc)}") from None
+            raise _kudu_error(f"apply on table {self.table.name!r}", exc) from None
         self.applied += 1
 
     def apply_all(self, mutations: Iterable[Mutation]) -> int:
@@ -684,7 +712,7 @@ class WriteSession:
         try:
             self._java.flush()
         except self._t.KuduException as exc:
-            raise KuduError(f"Kudu flush on {self.table.name!r} failed: {_java_error(exc)}") from None
+            raise _kudu_error(f"flush on table {self.table.name!r}", exc) from None
         if self._java.countPendingErrors() == 0:
             return
         pending = self._java.getPendingErrors()
@@ -729,6 +757,7 @@ def _row_error(e: Any) -> RowError:
         message=str(status.toString()),
         already_present=bool(status.isAlreadyPresent()),
         not_found=bool(status.isNotFound()),
+        transient=_status_transient(status),
     )
 
 

@@ -19,6 +19,7 @@ NATIVE = ("default", "consumer", "group")
 SCHEMES: dict[str, str] = {
     "zookeeper": "spyt_queue.stores.zookeeper",
     "hbase": "spyt_queue.stores.hbase",
+    "kudu": "spyt_queue.stores.kudu",
 }
 
 

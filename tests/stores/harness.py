@@ -345,6 +345,43 @@ class HBaseFactory(StoreFactory):
         return hook_once(store, "newest", writer_after(writer))
 
 
+
+class KuduFactory(StoreFactory):
+    """:class:`KuduStore` objects on the session's real Kudu, in a table unique to the factory: every (group,
+    source) is a key prefix (group_id, source) of its insert-only commit log."""
+
+    garbage_error = "not a commit of positions"
+
+    def __init__(self, masters: str) -> None:
+        super().__init__()
+        self.masters = masters
+        self.table = f"offsets_{uuid.uuid4().hex[:10]}"
+
+    def _make(self, source: str, group: str) -> OffsetStore:
+        from spyt_queue.stores.kudu import KuduStore
+
+        return KuduStore(self.masters, self.table, source, group)
+
+    def write_garbage(self, store: OffsetStore, key: str) -> str:
+        """Another tool's row as the newest generation: a bare number where the commit document belongs."""
+        from spyt_queue.sinks.kudu.mutations import Mutation
+        from spyt_queue.stores.kudu import KuduStore
+
+        assert isinstance(store, KuduStore)
+        generation, _ = store.newest()
+        row = {"group_id": store.group, "source": store.source, "generation": generation + 1, "positions": "120"}
+        store._open(create=True).apply([Mutation("insert", row)])
+        return f"generation={generation + 1}"
+
+    def lost_reply_error(self) -> BaseException:
+        from spyt_queue.sinks.kudu.client import KuduError
+
+        return KuduError("Kudu flush on table 'offsets' failed: Timed out: cannot complete before timeout", True)
+
+    def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
+        """The writer runs right after the store read the newest generation, before its ``INSERT``."""
+        return hook_once(store, "newest", writer_after(writer))
+
 @contextlib.contextmanager
 def hook_once(target: Any, name: str, hook: Callable[..., Any]) -> Iterator[None]:
     """Within the block, the next call of ``target.<name>(...)`` runs ``hook(original, ...)`` instead; the

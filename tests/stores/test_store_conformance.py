@@ -16,6 +16,7 @@ from spyt_queue.errors import ConsumerConflictError, SpytQueueError
 from tests.stores.harness import (
     HBaseFactory,
     KafkaGroupFactory,
+    KuduFactory,
     LostReply,
     MemoryFactory,
     StoreFactory,
@@ -23,7 +24,7 @@ from tests.stores.harness import (
     ZooKeeperFactory,
 )
 
-FACTORIES = ["memory", "zookeeper", "zookeeper-kafka-layout", "yt-consumer", "kafka-group", "hbase"]
+FACTORIES = ["memory", "zookeeper", "zookeeper-kafka-layout", "yt-consumer", "kafka-group", "hbase", "kudu"]
 KAFKA_PARTITIONS = 13  # the largest partition index the suite uses is 12 (unusual_keys)
 
 
@@ -54,6 +55,8 @@ def factory(request: pytest.FixtureRequest) -> Iterator[StoreFactory]:
         made = KafkaGroupFactory(
             request.getfixturevalue("kafka_bootstrap"), request.getfixturevalue("kafka_topic"), KAFKA_PARTITIONS
         )
+    elif name == "kudu":
+        made = KuduFactory(request.getfixturevalue("kudu").master_addresses)
     elif name == "hbase":
         hbase = request.getfixturevalue("hbase")
         made = HBaseFactory(hbase.thrift_host, hbase.thrift_port)

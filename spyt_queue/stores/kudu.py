@@ -1,0 +1,307 @@
+"""Committed positions in an Apache Kudu table, through the Java client over JPype (extra ``spyt-queue[kudu]``).
+
+URI (the ``offsets.store`` option)::
+
+    kudu://master1:7051[,master2:7051]/<table>[?keep=100&create=true&buckets=2]
+
+Kudu has no compare-and-set on a row's value and no atomic multi-row write outside experimental transactions, so
+the store is an **insert-only log of commits**, fenced by Kudu's put-if-absent ``INSERT``:
+
+* **Rows.** Primary key ``(group_id STRING, source STRING, generation INT64)``; value columns ``positions``
+  (STRING, JSON ``{"version": 1, "generation": n, "positions": {"0": 120, "1": 98}}``: every partition's next
+  offset, including partitions the commit did not move) and ``updated`` (UNIXTIME_MICROS, when it was written).
+  One row holds every partition, so a commit is one single-row write: never half-applied across partitions.
+* **Fence.** An advance reads the newest generation ``n`` of its (group, source) (one scan on the two leading key
+  columns), compares every partition of ``new`` with ``old``, and ``INSERT`` s generation ``n + 1``. Two writers
+  that read the same ``n`` both insert ``n + 1``; Kudu accepts exactly one and answers the other
+  ``AlreadyPresent``, which raises :class:`~spyt_queue.errors.ConsumerConflictError` (nothing of it was written).
+* **Head check.** Old generations are pruned (below), so a writer stale by more than ``keep`` generations could
+  insert a generation that was pruned. After its insert the writer therefore checks that no higher generation
+  exists; if one does, its row is not the head (readers take the highest generation, so it was never in force):
+  it deletes its row and raises ``ConsumerConflictError``. The head itself is never pruned.
+* **Retention.** Every 16 commits, the writer deletes all but the newest ``keep`` generations (default 100;
+  0 = keep all). History stays readable (:meth:`KuduStore.history`).
+* **Table.** Created on the first advance if missing (``create=false``: a missing table is an error naming it),
+  hash-partitioned on ``(group_id, source)`` into ``buckets`` tablets (default 2), with the cluster's default
+  replication (the master's ``--default_num_replicas``). Reads of a missing table see no positions.
+* Timeouts, unavailable servers and network errors are transient (the committer retries and recognises an advance
+  whose reply was lost). A row whose ``positions`` is not a commit raises
+  :class:`~spyt_queue.errors.SpytQueueError` naming the table and the row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError, UnreachableError
+from spyt_queue.stores.base import OffsetStore
+
+__all__ = ["KuduStore", "from_uri", "parse_uri"]
+
+SCHEME = "kudu"
+OPTION = "offsets.store"
+DEFAULT_PORT = 7051
+DEFAULT_KEEP = 100
+DEFAULT_BUCKETS = 2
+PRUNE_EVERY = 16
+_FORMAT_VERSION = 1
+COLUMNS = ("group_id", "source", "generation", "positions", "updated")
+
+
+class KuduStore(OffsetStore):
+    """Committed positions of ``source`` for ``group`` in Kudu table ``table`` on ``masters`` (see the module
+    docstring for the layout and the fence). The client connects on first use."""
+
+    def __init__(
+        self,
+        masters: str,
+        table: str,
+        source: str,
+        group: str | None = None,
+        *,
+        keep: int = DEFAULT_KEEP,
+        create: bool = True,
+        buckets: int = DEFAULT_BUCKETS,
+        jars: str | None = None,
+    ) -> None:
+        self.masters, self.table_name = masters, table
+        self.source, self.group = source, group or ""
+        self.keep, self.create, self.buckets, self.jars = int(keep), create, int(buckets), jars
+        self._lock = threading.RLock()
+        self._table: Any = None
+
+    def __getstate__(self) -> dict:
+        """Pickled with its settings only: Spark ships the stream reader between Python processes."""
+        state = dict(self.__dict__)
+        state["_lock"], state["_table"] = None, None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    def describe(self) -> str:
+        """``kudu://masters/table`` and the (group, source) of this store."""
+        return f"{SCHEME}://{self.masters}/{self.table_name} (group {self.group!r}, source {self.source!r})"
+
+    # ------------------------------------------------------------------------------------------ client
+
+    def _open(self, create: bool) -> Any:
+        """The table (created when missing and ``create``), or None when it is missing."""
+        with self._lock:
+            if self._table is not None:
+                return self._table
+            from spyt_queue.sinks.kudu.client import ColumnSpec, get_client
+
+            client = get_client(self.masters, jars=self.jars)
+            if not client.table_exists(self.table_name):
+                if not create:
+                    return None
+                if not self.create:
+                    raise SpytQueueError(
+                        f"{self.describe()}: table {self.table_name!r} does not exist and the URI says create=false"
+                    )
+                client.create_table(
+                    self.table_name,
+                    [
+                        ColumnSpec("group_id", "string", key=True),
+                        ColumnSpec("source", "string", key=True),
+                        ColumnSpec("generation", "int64", key=True),
+                        ColumnSpec("positions", "string", nullable=True),
+                        ColumnSpec("updated", "unixtime_micros", nullable=True),
+                    ],
+                    hash_columns=["group_id", "source"],
+                    hash_buckets=self.buckets,
+                    ignore_existing=True,
+                )
+            table = client.table(self.table_name)
+            missing = [c for c in COLUMNS if c not in table.by_name]
+            if missing:
+                raise SpytQueueError(f"{self.describe()}: table {self.table_name!r} has no column(s) {missing}")
+            self._table = table
+            return table
+
+    def close(self) -> None:
+        """Forget the table handle (the process-wide client stays open for other users)."""
+        with self._lock:
+            self._table = None
+
+    def is_transient(self, error: BaseException) -> bool:
+        """Timeouts, unavailable servers and network errors (the client marks them) are worth retrying."""
+        if isinstance(error, ConsumerConflictError):
+            return False
+        return isinstance(error, UnreachableError) or bool(getattr(error, "transient", False))
+
+    # ------------------------------------------------------------------------------------------- reads
+
+    def _parse(self, row: Mapping[str, Any]) -> dict[str, int]:
+        where = f"table {self.table_name!r}, row (group_id={self.group!r}, source={self.source!r}, " + (
+            f"generation={row['generation']})"
+        )
+        try:
+            doc = json.loads(row["positions"] or "")
+            positions = doc["positions"]
+            if not isinstance(doc, dict) or doc.get("version") != _FORMAT_VERSION or not isinstance(positions, dict):
+                raise ValueError("not a commit document")
+            out = {str(k): int(v) for k, v in positions.items()}
+            if any(isinstance(v, bool) or not isinstance(v, int) for v in positions.values()):
+                raise ValueError("positions are not integers")
+            return out
+        except (ValueError, TypeError, KeyError, AttributeError):
+            raise SpytQueueError(
+                f"{self.describe()}: {where} is not a commit of positions: {str(row['positions'])[:80]!r}"
+            ) from None
+
+    def _rows(self, table: Any, at_least: int | None = None) -> list[dict[str, Any]]:
+        return table.scan(
+            equal={"group_id": self.group, "source": self.source},
+            at_least={"generation": at_least} if at_least is not None else None,
+            columns=["generation", "positions"],
+        )
+
+    def newest(self) -> tuple[int, dict[str, int]]:
+        """``(generation, positions)`` of the newest commit; ``(0, {})`` before the first one."""
+        table = self._open(create=False)
+        if table is None:
+            return 0, {}
+        rows = self._rows(table)
+        if not rows:
+            return 0, {}
+        head = max(rows, key=lambda r: r["generation"])
+        return int(head["generation"]), self._parse(head)
+
+    def committed(self) -> dict[str, int | None]:
+        """The positions of the newest commit."""
+        return dict(self.newest()[1])
+
+    def history(self, limit: int = 10) -> list[tuple[int, dict[str, int]]]:
+        """The newest ``limit`` retained commits, newest first: ``(generation, positions)``."""
+        table = self._open(create=False)
+        if table is None:
+            return []
+        rows = sorted(self._rows(table), key=lambda r: -r["generation"])[:limit]
+        return [(int(r["generation"]), self._parse(r)) for r in rows]
+
+    # ----------------------------------------------------------------------------------------- advance
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+        """Insert generation ``n + 1`` with every partition if generation ``n`` matches ``old`` (see the module
+        docstring)."""
+        if not new:
+            return
+        from spyt_queue.sinks.kudu.client import KuduWriteError
+        from spyt_queue.sinks.kudu.mutations import Mutation
+
+        table = self._open(create=True)
+        generation, current = self.newest()
+        stale = {key: current.get(key) for key in new if current.get(key) != old.get(key)}
+        if stale:
+            raise ConsumerConflictError(
+                f"{self.describe()}: expected positions {({k: old.get(k) for k in stale})}, found {stale} in "
+                f"generation {generation}: another query (or tool) moved them. Use a separate group per query."
+            )
+        if all(current.get(key) == value for key, value in new.items()):
+            return  # nothing moves
+        mine = generation + 1
+        positions = {**current, **{key: int(value) for key, value in new.items()}}
+        doc = {"version": _FORMAT_VERSION, "generation": mine, "positions": dict(sorted(positions.items()))}
+        key = {"group_id": self.group, "source": self.source, "generation": mine}
+        row = {**key, "positions": json.dumps(doc, separators=(",", ":")), "updated": dt.datetime.now(dt.timezone.utc)}
+        try:
+            table.apply([Mutation("insert", row)])
+        except KuduWriteError as error:
+            if any(e.already_present for e in error.errors):
+                raise ConsumerConflictError(
+                    f"{self.describe()}: generation {mine} was written by someone else while advancing from "
+                    f"generation {generation}; nothing was written. Another query (or tool) is moving the same "
+                    "positions: use a separate group per query."
+                ) from None
+            raise
+        above = [r["generation"] for r in self._rows(table, at_least=mine + 1)]
+        if above:  # our generation had been pruned: we were stale, and our row never was the head
+            table.apply([Mutation("delete", key)])
+            raise ConsumerConflictError(
+                f"{self.describe()}: advanced from generation {generation}, but generation {max(above)} exists: "
+                "another query (or tool) moved the positions long ago; nothing was written."
+            )
+        if self.keep and mine % PRUNE_EVERY == 0 and mine > self.keep:
+            self._prune(table, mine)
+
+    def _prune(self, table: Any, newest: int) -> None:
+        """Delete all but the ``keep`` generations up to ``newest`` (never the head)."""
+        from spyt_queue.sinks.kudu.mutations import Mutation
+
+        old = [r["generation"] for r in self._rows(table) if r["generation"] <= newest - self.keep]
+        if not old:
+            return
+        try:
+            table.apply(
+                Mutation("delete", {"group_id": self.group, "source": self.source, "generation": g}) for g in old
+            )
+        except Exception as error:  # the commit is written; pruning is retried 16 commits later
+            if not self.is_transient(error) and not all(
+                getattr(e, "not_found", False) for e in getattr(error, "errors", [None])
+            ):
+                raise
+
+
+# ----------------------------------------------------------------------------------------------------- URI
+
+
+def _flag(name: str, value: str) -> bool:
+    if value.lower() in ("true", "1", "yes"):
+        return True
+    if value.lower() in ("false", "0", "no"):
+        return False
+    raise OptionError(OPTION, f"{name} must be true or false, got {value!r}")
+
+
+def parse_uri(uri: str) -> dict:
+    """The :class:`KuduStore` keyword arguments (``masters``, ``table``, ``keep``, ``create``, ``buckets``) of a
+    ``kudu://`` URI; nothing is contacted."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep or scheme.lower() != SCHEME:
+        raise OptionError(OPTION, f"expected 'kudu://master:7051/<table>', got {uri!r}")
+    rest, _, query = rest.partition("?")
+    netloc, _, path = rest.partition("/")
+    masters = []
+    for part in netloc.split(","):
+        host, colon, port = part.rpartition(":") if ":" in part else (part, "", "")
+        if not host or (colon and not port.isdigit()):
+            raise OptionError(OPTION, f"the Kudu masters in {uri!r} are not 'host[:port][,host[:port]...]'")
+        masters.append(f"{host}:{port or DEFAULT_PORT}")
+    table = unquote(path.strip("/"))
+    if not table:
+        raise OptionError(OPTION, f"expected a Kudu table name after the masters in {uri!r} ('kudu://m:7051/t')")
+    params: dict[str, str] = {}
+    for pair in filter(None, query.split("&")):
+        name, _, value = pair.partition("=")
+        params[unquote(name)] = unquote(value)
+    known = ("keep", "create", "buckets")
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise OptionError(OPTION, f"unknown Kudu URI parameter(s) {unknown}; known: {', '.join(known)}")
+    try:
+        keep = int(params.get("keep", DEFAULT_KEEP))
+        buckets = int(params.get("buckets", DEFAULT_BUCKETS))
+    except ValueError:
+        raise OptionError(OPTION, f"keep and buckets must be integers in {uri!r}") from None
+    if keep < 0 or buckets < 2:
+        raise OptionError(OPTION, f"keep must be >= 0 and buckets >= 2 (Kudu's minimum) in {uri!r}")
+    return {
+        "masters": ",".join(masters),
+        "table": table,
+        "keep": keep,
+        "create": _flag("create", params.get("create", "true")),
+        "buckets": buckets,
+    }
+
+
+def from_uri(uri: str, source: str, group: str | None) -> KuduStore:
+    """A :class:`KuduStore` for ``source`` and ``group`` from a ``kudu://`` URI."""
+    return KuduStore(source=source, group=group, **parse_uri(uri))
