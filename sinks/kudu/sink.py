@@ -1,0 +1,445 @@
+"""The Kudu sink: ``writeStream.format("spyt_kudu")`` (and ``df.write``), one planner per key, applied per task.
+
+Per task (on an executor): read the task's rows (Arrow batches), group them by the planner's key, fetch the stored
+rows of those keys (one scan per 1000 keys, IN-list predicates on the key columns; skipped for ``upsert``), plan with
+:func:`~spyt_queue.sinks.kudu.planners.plan_batch`, apply every mutation in one session and flush it once; any
+refused row fails the task (:class:`~spyt_queue.sinks.kudu.client.KuduWriteError` names the first ones), nothing
+is dropped. The task's commit message carries the keys it planned.
+
+**Rows of one key must be planned in one task.** A Python data source writer cannot repartition its input, so the
+stream must be partitioned by the key before the sink: ``df.repartition(*key_columns)`` (see :func:`by_key`). The
+sink checks it: the driver's commit compares the keys of all tasks of the batch and, if one key was planned by two
+tasks, fails the batch naming the key and the tasks (the batch is not committed; after fixing the query, its
+replay re-plans those keys together, which the idempotent planners turn into the right state). ``key_check=false``
+skips the check (the keys then stay on the executors).
+
+Exactly-once state: planners make a replayed batch write nothing (``upsert`` writes the same rows again), so
+at-least-once delivery (the source's committed positions move only after this sink committed) gives exactly-once
+table state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from spyt_queue.connect import check_sink_options
+from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
+from spyt_queue.options import Options
+from spyt_queue.spark.source import _user_errors
+
+from .mutations import Key, format_key, key_of
+from .planners import HistoryPlanner, LatestPlanner, Planner, plan_batch, planner_from_options
+
+__all__ = [
+    "FORMAT",
+    "KUDU_SINK_OPTIONS",
+    "KuduSinkConfig",
+    "KuduWriteCommit",
+    "by_key",
+    "check_one_task_per_key",
+    "kudu_batch_writer",
+    "kudu_stream_writer",
+    "spark_to_kudu_type",
+    "write_task",
+]
+
+FORMAT = "spyt_kudu"
+log = logging.getLogger("spyt_queue.kudu")
+
+#: Every option the sink reads besides ``planner.*`` (Spark adds path/checkpointLocation/queryName).
+KUDU_SINK_OPTIONS = (
+    "kudu.master",
+    "kudu.jars",
+    "table",
+    "planner",
+    "create_table",
+    "create_table.hash_columns",
+    "create_table.hash_buckets",
+    "create_table.range_columns",
+    "create_table.range_splits",
+    "create_table.replicas",
+    "key_check",
+    "scan_batch",
+)
+
+_SPARK_TO_KUDU: tuple[tuple[type[DataType], str], ...] = (
+    (BooleanType, "bool"),
+    (ByteType, "int8"),
+    (ShortType, "int16"),
+    (IntegerType, "int32"),
+    (LongType, "int64"),
+    (FloatType, "float"),
+    (DoubleType, "double"),
+    (StringType, "string"),
+    (BinaryType, "binary"),
+    (TimestampType, "unixtime_micros"),
+    (TimestampNTZType, "unixtime_micros"),
+    (DateType, "date"),
+    (DecimalType, "decimal"),
+)
+
+
+def spark_to_kudu_type(name: str, data_type: DataType) -> str:
+    """The Kudu type of a Spark column (for ``create_table``); an unmappable type names the column."""
+    for spark_type, kudu_type in _SPARK_TO_KUDU:
+        if isinstance(data_type, spark_type):
+            return kudu_type
+    raise SchemaMismatchError(
+        f"column {name!r} has Spark type {data_type.simpleString()}, which has no Kudu column type "
+        "(Kudu has no arrays, maps or structs: serialize it, e.g. to_json)"
+    )
+
+
+def by_key(df: Any, key_columns: Sequence[str]) -> Any:
+    """``df.repartition(*key_columns)``: what the sink needs before it (rows of one key in one task)."""
+    return df.repartition(*key_columns)
+
+
+@dataclass(frozen=True)
+class KuduSinkConfig:
+    """Everything a task needs, picklable: where to write, how to plan, whether to report keys."""
+
+    masters: str
+    table: str
+    planner: Planner
+    jars: str | None = None
+    key_check: bool = True
+    scan_batch: int = 1000
+    timestamp_columns: tuple[str, ...] = ()
+
+
+@dataclass
+class KuduWriteCommit(WriterCommitMessage):
+    """What one task did: rows read, keys planned, mutations applied by kind, and (with ``key_check``) its keys."""
+
+    rows: int
+    keys: int
+    mutations: dict[str, int] = field(default_factory=dict)
+    scans: int = 0
+    planned_keys: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------- the task
+
+
+def _naive_local(value: Any) -> Any:
+    """Arrow gives Spark timestamps as UTC-aware datetimes; Kudu reads give naive local ones (as Spark's Python
+    rows do): compare like with like."""
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone().replace(tzinfo=None)
+    return value
+
+
+def _rows(batches: Iterable[pa.RecordBatch], timestamp_columns: Sequence[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for batch in batches:
+        part = batch.to_pylist()
+        for col in timestamp_columns:
+            for row in part:
+                if col in row:
+                    row[col] = _naive_local(row[col])
+        rows.extend(part)
+    return rows
+
+
+def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any = None) -> KuduWriteCommit:
+    """Plan and apply one task's rows (runs on an executor); raises on any refused row."""
+    from .client import KuduWriteError, get_client
+
+    rows = _rows(batches, config.timestamp_columns)
+    planner = config.planner
+    if not rows:
+        return KuduWriteCommit(rows=0, keys=0)
+    table = get_client(config.masters, jars=config.jars).table(config.table)
+    keys: dict[Key, None] = {}
+    for row in rows:
+        k = key_of(row, planner.key)
+        if any(v is None for v in k):
+            raise BadRecordError(
+                f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(planner.key, k)})"
+            )
+        keys[k] = None
+    existing: list[dict[str, Any]] = []
+    scans = 0
+    if planner.needs_existing:
+        found = table.rows_for_keys(planner.key, list(keys), batch=config.scan_batch)
+        scans = (len(keys) + config.scan_batch - 1) // config.scan_batch
+        for stored in found.values():
+            existing.extend(stored)
+    now = now if now is not None else dt.datetime.now().replace(tzinfo=None)
+    mutations = plan_batch(planner, rows, existing, now=now)
+    counts = Counter(m.kind.value for m in mutations)
+    if mutations:
+        with table.session() as session:
+            session.apply_all(mutations)
+            try:
+                session.flush()  # one flush; raises KuduWriteError listing refused rows
+            except KuduWriteError as error:
+                if any(e.already_present for e in error.errors) and planner.name != "append":
+                    raise KuduWriteError(
+                        f"{error} -- an INSERT met a row it had not seen: another task (or writer) planned the same "
+                        f"key in this batch; partition the stream by the key before the sink: "
+                        f"df.repartition({', '.join(repr(c) for c in planner.key)})",
+                        error.errors,
+                        error.overflowed,
+                    ) from None
+                raise
+    planned = [repr(k) for k in keys] if config.key_check else []
+    return KuduWriteCommit(rows=len(rows), keys=len(keys), mutations=dict(counts), scans=scans, planned_keys=planned)
+
+
+def check_one_task_per_key(messages: Sequence[WriterCommitMessage | None], table: str, key: Sequence[str]) -> None:
+    """Fail when a key was planned by two tasks of one batch, naming the key, the tasks and the fix."""
+    owner: dict[str, int] = {}
+    for task, message in enumerate(messages):
+        if not isinstance(message, KuduWriteCommit):
+            continue
+        for k in message.planned_keys:
+            first = owner.setdefault(k, task)
+            if first != task:
+                cols = ", ".join(repr(c) for c in key)
+                raise BadRecordError(
+                    f"Kudu sink: rows of key {key_text(key, k)} of table {table!r} were planned by tasks {first} and "
+                    f"{task} of one batch, so each planned against a state the other changed. Partition the stream "
+                    f"by the key before the sink: df.repartition({cols}) (or key_check=false if it already is)"
+                )
+
+
+def key_text(columns: Sequence[str], key_repr: str) -> str:
+    """``(k=1, s='a')`` from a key tuple's repr (best effort, for messages)."""
+    return f"({', '.join(columns)}) = {key_repr}"
+
+
+def _summary(messages: Sequence[WriterCommitMessage | None]) -> str:
+    done = [m for m in messages if isinstance(m, KuduWriteCommit)]
+    counts: Counter[str] = Counter()
+    for m in done:
+        counts.update(m.mutations)
+    rows = sum(m.rows for m in done)
+    failed = sum(1 for m in messages if m is None)
+    return f"{len(done)} task(s) wrote {rows} row(s) as {dict(counts) or 'no mutation'}; {failed} task(s) failed"
+
+
+class KuduStreamWriter(DataSourceStreamArrowWriter):
+    """Each micro-batch: tasks plan and apply their keys; the commit checks that no key spans two tasks."""
+
+    def __init__(self, config: KuduSinkConfig) -> None:
+        self.config = config
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KuduWriteCommit:  # type: ignore[override]
+        """Plan and apply one task's rows (on an executor)."""
+        return write_task(self.config, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Every task flushed and saw no row error; refuse the batch if a key was planned by two tasks."""
+        if self.config.key_check:
+            _user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
+        log.info("Kudu micro-batch %s committed: %s", batchId, _summary(messages))
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Mutations of successful tasks stay; the replay re-plans the whole batch against them (idempotent)."""
+        log.warning("Kudu micro-batch %s failed: %s; its replay re-plans every key", batchId, _summary(messages))
+
+
+class KuduBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("spyt_kudu")``: the same planning as a micro-batch."""
+
+    def __init__(self, config: KuduSinkConfig) -> None:
+        self.config = config
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KuduWriteCommit:  # type: ignore[override]
+        """Plan and apply one task's rows (on an executor)."""
+        return write_task(self.config, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Refuse the write if a key was planned by two tasks."""
+        if self.config.key_check:
+            _user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Mutations of successful tasks stay; writing again re-plans every key (idempotent)."""
+        log.warning("Kudu write failed: %s", _summary(messages))
+
+
+# ---------------------------------------------------------------------------------------- the driver
+
+
+def _columns_option(options: Options, name: str) -> list[str]:
+    raw = options.get_str(name) or ""
+    return [c.strip() for c in raw.split(",") if c.strip()]
+
+
+def _maintained_columns(planner: Planner, schema: StructType) -> dict[str, str]:
+    """Kudu types of the columns the planner adds to the arriving ones (for ``create_table``)."""
+    out: dict[str, str] = {}
+    if planner.last_updated:
+        out[planner.last_updated] = "unixtime_micros"
+    if isinstance(planner, HistoryPlanner):
+        names = {f.name: f for f in schema.fields}
+        event = names.get(planner.event_time)
+        event_type = spark_to_kudu_type(planner.event_time, event.dataType) if event else "int64"
+        if planner.effective_from not in names:
+            out[planner.effective_from] = event_type
+        if planner.effective_to:
+            out[planner.effective_to] = event_type
+        if planner.current_flag:
+            out[planner.current_flag] = "bool" if isinstance(planner.current_true, bool) else "string"
+    return out
+
+
+def _create_table(client: Any, options: Options, config: KuduSinkConfig, schema: StructType) -> None:
+    from .client import ColumnSpec
+
+    planner = config.planner
+    primary = list(planner.primary_key)
+    fields = {f.name: f for f in schema.fields}
+    specs: list[ColumnSpec] = []
+    maintained = _maintained_columns(planner, schema)
+    for name in primary:
+        if name in fields:
+            kudu_type = spark_to_kudu_type(name, fields[name].dataType)
+        elif name in maintained:
+            kudu_type = maintained[name]
+        else:
+            raise OptionError("planner.key", f"key column {name!r} is not a column of the stream")
+        if kudu_type in ("float", "double", "bool"):
+            raise OptionError("planner.key", f"key column {name!r} of Kudu type {kudu_type} cannot be a Kudu key")
+        specs.append(_spec(name, kudu_type, fields.get(name), key=True))
+    for f in schema.fields:
+        if f.name not in primary:
+            specs.append(_spec(f.name, spark_to_kudu_type(f.name, f.dataType), f, key=False))
+    for name, kudu_type in maintained.items():
+        if name not in primary and name not in fields:
+            specs.append(ColumnSpec(name, kudu_type))
+    hash_columns = _columns_option(options, "create_table.hash_columns") or list(planner.key)
+    range_columns = _columns_option(options, "create_table.range_columns")
+    for opt, cols in (("create_table.hash_columns", hash_columns), ("create_table.range_columns", range_columns)):
+        bad = [c for c in cols if c not in primary]
+        if bad:
+            raise OptionError(opt, f"{bad} are not key columns (key: {primary})")
+    splits = options.get_json("create_table.range_splits") or []
+    if not isinstance(splits, list) or not all(isinstance(s, list) and len(s) == len(range_columns) for s in splits):
+        raise OptionError(
+            "create_table.range_splits",
+            f"expected a JSON list of split rows, each a list of {len(range_columns)} values",
+        )
+    client.create_table(
+        config.table,
+        specs,
+        hash_columns=hash_columns,
+        hash_buckets=options.get_int("create_table.hash_buckets", 2, minimum=2) or 2,
+        range_columns=range_columns,
+        range_splits=splits,
+        replicas=options.get_int("create_table.replicas", None),
+        ignore_existing=True,
+    )
+
+
+def _spec(name: str, kudu_type: str, f: Any, key: bool) -> Any:
+    from .client import ColumnSpec
+
+    dtype = getattr(f, "dataType", None)
+    if isinstance(dtype, DecimalType):
+        return ColumnSpec(name, kudu_type, key=key, precision=dtype.precision, scale=dtype.scale)
+    return ColumnSpec(name, kudu_type, key=key, nullable=not key)
+
+
+def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
+    """Validate the options (no Kudu call) and build the task configuration."""
+    check_sink_options(options, KUDU_SINK_OPTIONS, "the spyt_kudu sink", "planner.")  # planner.* checked below
+    masters = options.require_str("kudu.master", "The Kudu master addresses, e.g. 'kudu-master:7051'.")
+    table = options.get_str("table") or options.get_str("path")
+    if not table:
+        raise OptionError("table", "required: the Kudu table to write (option table, or save(<table>))")
+    raw = options.raw()
+    planner = planner_from_options({k: v for k, v in raw.items() if k == "planner" or k.startswith("planner.")})
+    names = [f.name for f in schema.fields]
+    for col in planner.key:
+        if col not in names:
+            raise OptionError("planner.key", f"key column {col!r} is not a column of the stream (columns: {names})")
+    if isinstance(planner, (LatestPlanner, HistoryPlanner)) and planner.event_time not in names:
+        raise OptionError("planner.event_time", f"{planner.event_time!r} is not a column of the stream ({names})")
+    timestamps = tuple(f.name for f in schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType)))
+    return KuduSinkConfig(
+        masters=masters,
+        table=table,
+        planner=planner,
+        jars=options.get_str("kudu.jars"),
+        key_check=options.get_bool("key_check", True),
+        scan_batch=options.get_int("scan_batch", 1000) or 1000,
+        timestamp_columns=timestamps,
+    )
+
+
+def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) -> None:
+    """Create the table when missing and ``create_table=true``, else fail naming it; check the stream's columns and
+    the planner's maintained columns exist in it."""
+    from .client import KuduTableNotFoundError, get_client
+
+    client = get_client(config.masters, jars=config.jars)
+    if not client.table_exists(config.table):
+        if not options.get_bool("create_table", False):
+            raise KuduTableNotFoundError(
+                f"Kudu table {config.table!r} does not exist on {config.masters}: create it, or set "
+                "create_table=true (with planner.key and optionally create_table.hash_buckets / range_columns)"
+            )
+        _create_table(client, options, config, schema)
+    table = client.table(config.table)
+    wanted = [f.name for f in schema.fields] + list(_maintained_columns(config.planner, schema))
+    missing = [c for c in wanted if c not in table.by_name]
+    if missing:
+        raise SchemaMismatchError(
+            f"Kudu table {config.table!r} has no column(s) {missing} that the stream or the "
+            f"{config.planner.name} planner writes (table columns: {table.column_names})"
+        )
+    not_key = [c for c in config.planner.primary_key if c not in table.primary_key]
+    if not_key or len(table.primary_key) != len(config.planner.primary_key):
+        raise SchemaMismatchError(
+            f"Kudu table {config.table!r} has primary key {table.primary_key}, but the {config.planner.name} planner "
+            f"writes rows keyed by {list(config.planner.primary_key)} (set planner.key to match)"
+        )
+
+
+def kudu_stream_writer(options: Mapping[str, str] | Options, schema: StructType, overwrite: bool) -> KuduStreamWriter:
+    """The streaming sink: options checked, table prepared (on the driver)."""
+    opts = options if isinstance(options, Options) else Options(options)
+    if overwrite:
+        raise OptionError("outputMode", "spyt_kudu plans each micro-batch into the table; use outputMode append")
+    config = config_from_options(opts, schema)
+    prepare_table(opts, config, schema)
+    return KuduStreamWriter(config)
+
+
+def kudu_batch_writer(options: Mapping[str, str] | Options, schema: StructType, overwrite: bool) -> KuduBatchWriter:
+    """The batch sink (``mode('append')`` only)."""
+    opts = options if isinstance(options, Options) else Options(options)
+    if overwrite:
+        raise OptionError("mode", "spyt_kudu plans rows into the table; use mode('append')")
+    config = config_from_options(opts, schema)
+    prepare_table(opts, config, schema)
+    return KuduBatchWriter(config)
