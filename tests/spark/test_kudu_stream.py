@@ -1,0 +1,196 @@
+"""End to end into Kudu: a YT queue streams into the spyt_kudu sink with its positions in the same Kudu cluster
+(``offsets.store=kudu://...``); the checkpoint is deleted and the restart resumes from Kudu: exactly-once table
+state, compared with a state computed independently of the sink."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+
+import pytest
+
+from spyt_queue.sinks.kudu.client import get_client
+from spyt_queue.stores.kudu import KuduStore
+from spyt_queue.yt.admin import create_queue
+from tests.spark.helpers import EVENT_SCHEMA
+
+pytestmark = pytest.mark.spark
+
+
+def _stream(spark, proxy: str, queue: str, store: str, group: str, **options):
+    reader = (
+        spark.readStream.format("ytqueue")
+        .option("proxy", proxy)
+        .option("offsets.store", store)
+        .option("offsets.group", group)
+        .option("include_service_columns", "true")
+    )
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load(queue).selectExpr(
+        "id % 7 as k",
+        "id",
+        "payload",
+        "__spyt_streaming_src_tablet_index as tablet",
+        "__spyt_streaming_src_row_index as row",
+    )
+
+
+def _sink(df, kudu, table: str, checkpoint: str, trigger: dict, **options):
+    writer = (
+        df.writeStream.format("spyt_kudu")
+        .option("kudu.master", kudu.master_addresses)
+        .option("table", table)
+        .option("create_table", "true")
+        .option("checkpointLocation", checkpoint)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    return writer.trigger(**trigger).start()
+
+
+def _produce(yt, queue: str, first: int, count: int, tablets: int = 2) -> list[int]:
+    rows = [{"id": i, "payload": f"e{i}", "$tablet_index": i % tablets} for i in range(first, first + count)]
+    yt.insert_rows(queue, rows)
+    return list(range(first, first + count))
+
+
+def test_append_keyed_by_source_coordinates_resumes_from_kudu(spark, yt, yt_proxy, yt_root, kudu, tmp_path) -> None:
+    queue, table = f"{yt_root}/queue", f"events_{uuid.uuid4().hex[:8]}"
+    create_queue(yt, queue, EVENT_SCHEMA, tablet_count=2)
+    store_uri, group = kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}"), "to-kudu"
+    checkpoint = str(tmp_path / "chk")
+    append = {"planner": "append", "planner.key": "tablet,row"}
+    first = _produce(yt, queue, 0, 40)
+    df = _stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=5)
+    query = _sink(df, kudu, table, checkpoint, {"availableNow": True}, **append)
+    query.awaitTermination(180)
+    assert query.exception() is None
+    source = f"yt:{queue}#{yt.get(queue + '/@id')}"
+    store = KuduStore(kudu.master_addresses, store_uri.rsplit("/", 1)[1], source, group)
+    assert store.committed() == {"0": 20, "1": 20}, "the final batch is committed to the Kudu store"
+    shutil.rmtree(checkpoint)
+    second = _produce(yt, queue, 40, 20)
+    query = _sink(
+        _stream(spark, yt_proxy, queue, store_uri, group), kudu, table, checkpoint, {"availableNow": True}, **append
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None
+    stored = get_client(kudu.master_addresses).table(table).read_all()
+    assert sorted(r["id"] for r in stored) == first + second, "resumed from Kudu: nothing lost, nothing twice"
+    assert store.committed() == {"0": 30, "1": 30}
+
+
+def test_stopped_mid_stream_latest_state_is_exactly_once(spark, yt, yt_proxy, yt_root, kudu, tmp_path) -> None:
+    """Stopped while batches run (the last one not yet committed to the store), checkpoint deleted: the restart
+    replays from the Kudu store; the ``latest`` planner absorbs the replay. The table must equal the state computed
+    from the queue alone: per key, the event with the highest row index."""
+    queue, table = f"{yt_root}/queue", f"latest_{uuid.uuid4().hex[:8]}"
+    create_queue(yt, queue, EVENT_SCHEMA, tablet_count=1)
+    store_uri, group = kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}"), "latest"
+    checkpoint = str(tmp_path / "chk")
+    latest = {"planner": "latest", "planner.key": "k", "planner.event_time": "row"}
+    ids = _produce(yt, queue, 0, 70, tablets=1)
+    df = _stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=4).repartition("k")
+    query = _sink(df, kudu, table, checkpoint, {"processingTime": "100 milliseconds"}, **latest)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and sum(p["numInputRows"] for p in query.recentProgress) < 16:
+            assert query.exception() is None, query.exception()
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    shutil.rmtree(checkpoint)
+    df = _stream(spark, yt_proxy, queue, store_uri, group).repartition("k")
+    query = _sink(df, kudu, table, checkpoint, {"availableNow": True}, **latest)
+    query.awaitTermination(180)
+    assert query.exception() is None
+    expected = {}
+    for row, i in enumerate(ids):  # one tablet: row index == position in the queue
+        expected[i % 7] = (row, i, f"e{i}")
+    stored = get_client(kudu.master_addresses).table(table).read_all()
+    assert {r["k"]: (r["row"], r["id"], r["payload"]) for r in stored} == expected
+
+
+_DRIVER = """
+import sys, time
+from pyspark.sql import SparkSession
+proxy, queue, masters, table, store, checkpoint = sys.argv[1:7]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+df = (spark.readStream.format("ytqueue").option("proxy", proxy).option("offsets.store", store)
+      .option("offsets.group", "chaos").option("include_service_columns", "true").option("max_rows_per_partition", "3")
+      .load(queue).selectExpr("id % 5 as k", "id", "payload", "__spyt_streaming_src_row_index as row")
+      .repartition("k"))
+query = (df.writeStream.format("spyt_kudu").option("kudu.master", masters).option("table", table)
+         .option("create_table", "true").option("planner", "history").option("planner.key", "k")
+         .option("planner.event_time", "row").option("checkpointLocation", checkpoint)
+         .trigger(processingTime="200 milliseconds").start())
+print("started", flush=True)
+query.awaitTermination()
+"""
+
+
+def test_driver_killed_mid_batch_then_resumed_from_kudu_gives_the_exact_history(
+    spark, yt, yt_proxy, yt_root, kudu, tmp_path
+) -> None:
+    """Chaos: a driver process streaming into Kudu (history planner) is killed with SIGKILL while batches run
+    (a batch may be half-applied, its positions not committed); the restart, checkpoint deleted, resumes from the
+    Kudu store and replays. The table must hold exactly the history computed from the queue alone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    queue, table = f"{yt_root}/queue", f"history_{uuid.uuid4().hex[:8]}"
+    create_queue(yt, queue, EVENT_SCHEMA, tablet_count=1)
+    store_uri = kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}")
+    checkpoint = str(tmp_path / "chk")
+    ids = _produce(yt, queue, 0, 90, tablets=1)
+    script = tmp_path / "driver.py"
+    script.write_text(_DRIVER)
+    args = [yt_proxy, queue, kudu.master_addresses, table, store_uri, checkpoint]
+    with open(tmp_path / "driver.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), *args], start_new_session=True, stdout=subprocess.DEVNULL, stderr=log
+        )
+    client = get_client(kudu.master_addresses)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            assert proc.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
+            if client.table_exists(table) and len(client.table(table).read_all()) >= 20:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the driver wrote nothing to Kudu in 180 s")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    written_before_restart = len(client.table(table).read_all())
+    assert written_before_restart < len(ids), "killed before the end: the restart has work to do"
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    df = (
+        spark.readStream.format("ytqueue")
+        .option("proxy", yt_proxy)
+        .option("offsets.store", store_uri)
+        .option("offsets.group", "chaos")
+        .option("include_service_columns", "true")
+        .load(queue)
+        .selectExpr("id % 5 as k", "id", "payload", "__spyt_streaming_src_row_index as row")
+        .repartition("k")
+    )
+    history = {"planner": "history", "planner.key": "k", "planner.event_time": "row"}
+    query = _sink(df, kudu, table, checkpoint, {"availableNow": True}, **history)
+    query.awaitTermination(180)
+    assert query.exception() is None
+    expected = set()
+    for k in range(5):
+        rows = [row for row, i in enumerate(ids) if i % 5 == k]  # one tablet: row index == queue position
+        for n, row in enumerate(rows):
+            last = n == len(rows) - 1
+            expected.add((k, row, ids[row], f"e{ids[row]}", 2**63 - 1 if last else rows[n + 1] - 1, last))
+    stored = client.table(table).read_all()
+    assert {(r["k"], r["row"], r["id"], r["payload"], r["effective_to"], r["is_current"]) for r in stored} == expected
+    assert len(stored) == len(ids)
