@@ -194,3 +194,32 @@ def test_driver_killed_mid_batch_then_resumed_from_kudu_gives_the_exact_history(
     stored = client.table(table).read_all()
     assert {(r["k"], r["row"], r["id"], r["payload"], r["effective_to"], r["is_current"]) for r in stored} == expected
     assert len(stored) == len(ids)
+
+
+def test_kafka_topic_into_kudu_resumes_from_the_kudu_store(spark, kafka_bootstrap, kudu, checkpoint) -> None:
+    """A Kafka topic through the ``upsert`` planner, keyed by the record key; positions in Kudu, not in the group."""
+    from tests.kafka.helpers import Topic
+
+    topic = Topic(kafka_bootstrap, checkpoint)
+    table, store_uri = f"kafka_{uuid.uuid4().hex[:8]}", kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}")
+    upsert = {"planner": "upsert", "planner.key": "key"}
+
+    def run(**options) -> None:
+        df = topic.stream(spark, **{"offsets.store": store_uri}, **options).selectExpr(
+            "cast(key as string) as key", "cast(cast(value as string) as long) as id", "partition", "offset"
+        )
+        query = _sink(df.repartition("key"), kudu, table, checkpoint, {"availableNow": True}, **upsert)
+        query.awaitTermination(180)
+        assert query.exception() is None
+
+    first = topic.produce(30)
+    run(startingOffsets="earliest", max_rows_per_partition=4)
+    store = KuduStore(kudu.master_addresses, store_uri.rsplit("/", 1)[1], f"kafka:subscribe={topic.name}", topic.group)
+    assert store.committed() == {f"{topic.name}:0": 15, f"{topic.name}:1": 15}
+    assert topic.group_offsets() == {}, "positions went to Kudu, not to the Kafka group"
+    shutil.rmtree(checkpoint)
+    second = topic.produce(10)
+    run(startingOffsets="store")
+    stored = get_client(kudu.master_addresses).table(table).read_all()
+    assert sorted(r["id"] for r in stored) == first + second
+    assert {r["key"]: r["id"] for r in stored} == {f"k{i}": i for i in first + second}
