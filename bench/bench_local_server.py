@@ -11,7 +11,7 @@ import tempfile
 import time
 
 from spyt_queue.local import LocalYtServer
-from spyt_queue.ytclient import make_yt_client
+from spyt_queue.yt.client import make_yt_client
 
 GOAL = 200_000
 

@@ -21,7 +21,7 @@ from yt.wrapper import YsonFormat
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spyt_queue.yt.admin import column, create_consumer, create_queue
-from spyt_queue.ytclient import make_yt_client
+from spyt_queue.yt.client import make_yt_client
 
 
 def fill(client, queue: str, rows: int, tablets: int) -> None:

@@ -133,7 +133,7 @@ def main(
 
 def _client(proxy: str | None) -> Any:
     """A fail-fast ``YtClient`` for ``proxy`` (token from ``YT_TOKEN``)."""
-    from spyt_queue.ytclient import make_yt_client
+    from spyt_queue.yt.client import make_yt_client
 
     if not proxy:
         raise CliError("no YT proxy: give --proxy host:port or set YT_PROXY (ytqueue local prints it)")

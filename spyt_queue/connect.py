@@ -83,8 +83,8 @@ def check_reachable(options: Options) -> None:
 
         check_brokers_reachable(kafka_config(options), timeout)
         return
+    from spyt_queue.yt.client import check_proxy_reachable
     from spyt_queue.yt.options import connection_from_options
-    from spyt_queue.ytclient import check_proxy_reachable
 
     connection = connection_from_options(options)
     check_proxy_reachable(connection.proxy, connection.config, timeout)

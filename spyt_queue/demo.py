@@ -91,7 +91,7 @@ def _run(proxy: str, events: int, work: Path, console: Console) -> int:
     from spyt_queue import register
     from spyt_queue.lag import backend_lag
     from spyt_queue.yt.backend import YtConnection, YtQueueBackend
-    from spyt_queue.ytclient import make_yt_client
+    from spyt_queue.yt.client import make_yt_client
 
     client = make_yt_client(proxy)
     if client.exists(QUEUE):

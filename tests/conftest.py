@@ -49,7 +49,7 @@ def yt_proxy(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRe
 
 def make_client(proxy: str):
     """A ``yt.wrapper.YtClient`` for ``proxy`` configured as our code configures it."""
-    from spyt_queue.ytclient import make_yt_client
+    from spyt_queue.yt.client import make_yt_client
 
     return make_yt_client(proxy, token=os.environ.get("YT_TOKEN"))
 

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from spyt_queue.ytclient import make_yt_client
+from spyt_queue.yt.client import make_yt_client
 
 
 def test_ytqueue_local_serves_until_interrupted(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.kafka.clients import READ_COMMITTED, admin_client, isolation_level, pooled_consumer
-from spyt_queue.kafka.options import Subscription
+from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.offsets import sorted_partitions
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.kafka_group import KafkaGroupStore

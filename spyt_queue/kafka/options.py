@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spyt_queue.errors import OptionError
+from spyt_queue.kafka.backend import KafkaBackend
+from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
-
-if TYPE_CHECKING:
-    from spyt_queue.kafka.backend import KafkaBackend
-    from spyt_queue.settings import ReaderSettings
+from spyt_queue.settings import ReaderSettings
 
 # Spark's KafkaSourceProvider rejects these kafka.* keys: the adapter manages them itself.
 FORBIDDEN_KAFKA_KEYS = {
@@ -38,34 +36,6 @@ KAFKA_SOURCE_OPTIONS = (
 #: Options of Spark's Kafka source that have no effect here (offsets are fetched by librdkafka with its own
 #: retries): accepted, so queries port unchanged.
 SPARK_KAFKA_IGNORED_OPTIONS = ("fetchOffset.numRetries", "fetchOffset.retryIntervalMs")
-
-
-@dataclass(frozen=True)
-class Subscription:
-    """Which topic partitions to read: a topic list, a regular expression, or explicit partitions."""
-
-    kind: str  # subscribe | subscribePattern | assign
-    topics: tuple[str, ...] = ()
-    pattern: str | None = None
-    assigned: dict[str, tuple[int, ...]] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        """A stable text form, used in the source id and the default group name."""
-        if self.kind == "subscribe":
-            return "subscribe=" + ",".join(sorted(self.topics))
-        if self.kind == "subscribePattern":
-            return f"subscribePattern={self.pattern}"
-        return "assign=" + ";".join(f"{t}:{','.join(map(str, p))}" for t, p in sorted(self.assigned.items()))
-
-    def matches(self, topic: str) -> bool:
-        """Whether ``topic`` belongs to the subscription (internal topics never do)."""
-        if topic.startswith("__"):
-            return False
-        if self.kind == "subscribe":
-            return topic in self.topics
-        if self.kind == "subscribePattern":
-            return re.fullmatch(self.pattern or "", topic) is not None
-        return topic in self.assigned
 
 
 def parse_subscription(options: Options) -> Subscription:
@@ -142,12 +112,10 @@ def flat_positions(option: str, data: Any, allow_special: bool = True) -> dict[s
 
 def kafka_backend_from_options(options: Options) -> KafkaBackend:
     """Build the Kafka backend from Spark-Kafka-style options, validating them all up front."""
-    from spyt_queue.kafka.backend import KafkaBackend as Backend
-
     subscription = parse_subscription(options)
     config = kafka_config(options)
     connect_timeout(options)  # validated here, used when the query connects (spyt_queue.connect)
-    return Backend(
+    return KafkaBackend(
         config=config,
         subscription=subscription,
         group_id=default_group_id(options, subscription),
@@ -160,9 +128,7 @@ def kafka_reader_settings(options: Options, streaming: bool | None) -> ReaderSet
     """Reader settings with Kafka's names: ``startingOffsets`` latest by default (``group`` resumes from the
     consumer group), nested JSON offsets, and the ``startingTimestamp`` family. ``streaming=None``: ``load()``,
     checking only what is invalid in both modes."""
-    from spyt_queue.settings import ReaderSettings as Settings
-
-    return Settings.parse(
+    return ReaderSettings.parse(
         options,
         starting_default="earliest" if streaming is False else "latest",
         streaming=streaming,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from yt.wrapper.errors import YtResponseError
 
@@ -12,7 +11,7 @@ from spyt_queue.errors import ConsumerConflictError, SpytQueueError
 from spyt_queue.stores.base import OffsetStore
 
 if TYPE_CHECKING:
-    from spyt_queue.yt.backend import YtConnection
+    from spyt_queue.yt.client import YtConnection
 
 CONSUMER_OFFSET_CONFLICT = 3100
 
@@ -56,7 +55,7 @@ class YtConsumerStore(OffsetStore):
         Unchanged partitions (``old[k] == new[k]``) are advanced too, from and to the same offset: that is their
         compare-and-set, so another writer that moved one makes the whole advance fail.
         """
-        client = client_of_this_thread(self.connection)
+        client = self.connection.thread_client()
         try:
             with client.Transaction(type="tablet"):
                 for key, value in new.items():
@@ -83,24 +82,6 @@ class YtConsumerStore(OffsetStore):
         from spyt_queue.yt.backend import is_transient_yt_error
 
         return is_transient_yt_error(error)
-
-
-_THREAD = threading.local()
-
-
-def client_of_this_thread(connection: YtConnection) -> Any:
-    """A client used by this thread only, for tablet transactions.
-
-    ``yt.wrapper`` keeps the current transaction in the client object: a transaction started on the process-wide
-    client would be joined by other threads' calls (failing them with "No such transaction" or nesting them).
-    """
-    from spyt_queue.ytclient import make_yt_client
-
-    clients: dict[tuple[Any, ...], Any] = _THREAD.__dict__.setdefault("clients", {})
-    key = (connection.proxy, connection.token, repr(sorted(connection.config.items())))
-    if key not in clients:
-        clients[key] = make_yt_client(connection.proxy, connection.token, dict(connection.config))
-    return clients[key]
 
 
 def _escape(value: str) -> str:

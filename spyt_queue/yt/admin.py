@@ -1,7 +1,7 @@
 """Creating queues, consumers, producers and output tables: what the demo, the benchmarks, users' setup scripts
 and the ``ytqueue create-*`` commands need.
 
-Every helper takes a ``yt.wrapper.YtClient`` (``spyt_queue.ytclient.make_yt_client(proxy)`` builds one) and
+Every helper takes a ``yt.wrapper.YtClient`` (``spyt_queue.yt.client.make_yt_client(proxy)`` builds one) and
 creates a mounted, ready-to-use dynamic table:
 
 ========================================  ===========================================================

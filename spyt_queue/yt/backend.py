@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -28,8 +26,8 @@ from spyt_queue.errors import SpytQueueError
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.arrow_rows import RowConverter
+from spyt_queue.yt.client import YtConnection
 from spyt_queue.yt.schema import YtSchema, spark_schema
-from spyt_queue.ytclient import make_yt_client
 
 log = logging.getLogger("spyt_queue.yt")
 
@@ -55,34 +53,6 @@ TRANSIENT_PREDICATES = (
     "is_no_in_sync_replicas",
 )
 _RESOLVE_ERROR = 500
-
-_CLIENTS: dict[tuple[Any, ...], Any] = {}
-_CLIENTS_LOCK = threading.Lock()
-
-
-def cached_client(proxy: str, token: str | None, config: Mapping[str, Any]) -> YtClient:
-    """One ``YtClient`` per process and connection settings (Python workers are reused across tasks)."""
-    key = (proxy, token, repr(sorted(config.items())))
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            client = make_yt_client(proxy, token, dict(config))
-            _CLIENTS[key] = client
-        return client
-
-
-@dataclass
-class YtConnection:
-    """How to reach a cluster: proxy, token and extra ``yt.wrapper`` configuration."""
-
-    proxy: str
-    token: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
-
-    def client(self) -> YtClient:
-        """The process-wide cached client for this connection."""
-        return cached_client(self.proxy, self.token, self.config)
-
 
 def is_transient_yt_error(error: BaseException) -> bool:
     """Whether a YT call that failed with ``error`` may succeed when retried (yt.wrapper's predicates and its own

@@ -1,4 +1,5 @@
-"""How spyt-queue builds ``yt.wrapper`` clients: one place for proxy, token and configuration pass-through."""
+"""How spyt-queue reaches YTsaurus: ``yt.wrapper`` clients (process-wide and per thread), the connection settings
+that travel to executors, and the reachability check. The one place where YT clients are made."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import copy
 import os
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from yt.wrapper import YtClient
@@ -100,3 +103,46 @@ def _short(error: BaseException) -> str:
     if "not be decoded from JSON" in text:
         return "the answer is not a YTsaurus HTTP proxy's"
     return text[:200]
+
+
+_CLIENTS: dict[tuple[Any, ...], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+_THREAD = threading.local()
+
+
+def _key(proxy: str, token: str | None, config: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (proxy, token, repr(sorted(config.items())))
+
+
+def cached_client(proxy: str, token: str | None, config: Mapping[str, Any]) -> YtClient:
+    """One ``YtClient`` per process and connection settings (Python workers are reused across tasks)."""
+    key = _key(proxy, token, config)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = make_yt_client(proxy, token, dict(config))
+            _CLIENTS[key] = client
+        return client
+
+
+@dataclass
+class YtConnection:
+    """How to reach a cluster: proxy, token and extra ``yt.wrapper`` configuration (picklable; clients are not)."""
+
+    proxy: str
+    token: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def client(self) -> YtClient:
+        """The process-wide cached client for this connection."""
+        return cached_client(self.proxy, self.token, self.config)
+
+    def thread_client(self) -> YtClient:
+        """A client used by this thread only, for tablet transactions: ``yt.wrapper`` keeps the current transaction
+        in the client object, so a transaction on the process-wide client would be joined by other threads' calls
+        (failing them with "No such transaction" or nesting them)."""
+        clients: dict[tuple[Any, ...], Any] = _THREAD.__dict__.setdefault("clients", {})
+        key = _key(self.proxy, self.token, self.config)
+        if key not in clients:
+            clients[key] = make_yt_client(self.proxy, self.token, dict(self.config))
+        return clients[key]

@@ -8,7 +8,7 @@ import os
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 from spyt_queue.yt.backend import YtConnection, YtQueueBackend
-from spyt_queue.ytclient import check_proxy_reachable
+from spyt_queue.yt.client import check_proxy_reachable
 
 log = logging.getLogger("spyt_queue.yt")
 

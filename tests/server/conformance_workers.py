@@ -28,7 +28,7 @@ def queue_worker(
     try:
         from conformance import configure_client
 
-        from spyt_queue.ytclient import make_yt_client
+        from spyt_queue.yt.client import make_yt_client
 
         client = configure_client(make_yt_client(proxy, token=os.environ.get("YT_TOKEN")))
         offset = 0

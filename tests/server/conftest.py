@@ -15,7 +15,7 @@ from conformance import configure_client
 
 def make_client(proxy: str):
     """A ``yt.wrapper.YtClient`` built the way the project builds them (as ``tests/conftest.py`` does)."""
-    from spyt_queue.ytclient import make_yt_client
+    from spyt_queue.yt.client import make_yt_client
 
     return make_yt_client(proxy, token=os.environ.get("YT_TOKEN"))
 

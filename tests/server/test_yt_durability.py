@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _client(server):
-    from spyt_queue.ytclient import make_yt_client
+    from spyt_queue.yt.client import make_yt_client
 
     return configure_client(make_yt_client(server.proxy))
 

@@ -37,7 +37,7 @@ def _hold_back(proxy: str, producer: str, session: str, lowest: int, release_at:
     pushed row ``release_at`` (the later task went first), or ``bound`` seconds (the later task was refused)."""
 
     def hold(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from spyt_queue.ytclient import make_yt_client
+        from spyt_queue.yt.client import make_yt_client
 
         held = list(batches)
         rows = [r for b in held for r in b.column(ROW).to_pylist()]

@@ -25,7 +25,7 @@ from typing import Any
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.kafka_group import KafkaGroupStore
 from spyt_queue.stores.memory import MemoryServer, MemoryStore, MemoryStoreUnavailable
-from spyt_queue.stores.yt_consumer import YtConsumerStore, client_of_this_thread
+from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.admin import column, create_consumer, create_queue
 
 
@@ -234,7 +234,7 @@ class YtConsumerFactory(StoreFactory):
         first ``advance_consumer``: the CAS reads at the transaction's start timestamp, so only the commit can
         notice the writer."""
         assert isinstance(store, YtConsumerStore)
-        client = client_of_this_thread(store.connection)  # the one the store's advance uses in this thread
+        client = store.connection.thread_client()  # the one the store's advance uses in this thread
         return hook_once(client, "advance_consumer", writer_first(lambda: run_in_thread(writer)))
 
 
