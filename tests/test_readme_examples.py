@@ -314,6 +314,16 @@ def produce_yt(yt: Any, queue: str, tag: str, per_tablet: int = 3) -> dict[str, 
     return where
 
 
+def produce_kafka(bootstrap: str, topic: str, values: list[str]) -> None:
+    """Produce ``values`` round-robin over two partitions (the producer is gone when this returns)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), key=f"k{i}".encode(), partition=i % 2)
+    assert producer.flush(30) == 0
+
+
 def tablet_ends(yt: Any, queue: str) -> dict[int, int]:
     tablets = int(yt.get(f"{queue}/@tablet_count"))
     infos = yt.get_tablet_infos(queue, list(range(tablets)))["tablets"]
@@ -406,13 +416,8 @@ def test_offsets_in_zookeeper(
 
 
 def test_reading_kafka(spark: Any, cli_runs: list[CliRun], places: Placeholders, kafka_bootstrap: str) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
     values = [f"readme-{i}" for i in range(10)]
-    for i, value in enumerate(values):
-        producer.produce("events", value=value.encode(), key=f"k{i}".encode(), partition=i % 2)
-    assert producer.flush(30) == 0
+    produce_kafka(kafka_bootstrap, "events", values)
     namespace, _ = exec_block("Reading and writing Kafka", places, spark=spark)
     rows = run_stream_available_now(namespace["df"], "readme_kafka")
     assert sorted(bytes(row["value"]).decode() for row in rows) == sorted(values)
@@ -425,11 +430,17 @@ def test_reading_kafka(spark: Any, cli_runs: list[CliRun], places: Placeholders,
 def test_writing_to_ytsaurus(spark: Any, cli_runs: list[CliRun], places: Placeholders, yt_client: Any) -> None:
     queue = places.path("//home/me/queue")
     produced = produce_yt(yt_client, queue, "write")
-    before = set(spark.streams.active)
-    namespace, _ = exec_block("Writing to YTsaurus", places, spark=spark)
-    started = [q for q in spark.streams.active if q not in before]
-    assert len(started) == 1, "the example should start one streaming query"
-    query = started[0]
+    from pyspark.sql.streaming import StreamingQuery
+
+    before = {q.id for q in spark.streams.active}
+    try:
+        namespace, _ = exec_block("Writing to YTsaurus", places, spark=spark)
+    except BaseException:
+        for leftover in spark.streams.active:  # the block failed after starting its query
+            if leftover.id not in before:
+                leftover.stop()
+        raise
+    (query,) = [v for v in namespace.values() if isinstance(v, StreamingQuery)]
     try:
         query.processAllAvailable()
     finally:
