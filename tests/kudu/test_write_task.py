@@ -1,0 +1,44 @@
+"""One sink task on a real Kudu, without Spark: one scan per key batch (not per row), one flush per task."""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+
+from spyt_queue.sinks.kudu import client as kudu_client
+from spyt_queue.sinks.kudu.client import ColumnSpec, get_client
+from spyt_queue.sinks.kudu.planners import planner_from_options
+from spyt_queue.sinks.kudu.sink import KuduSinkConfig, write_task
+
+
+def test_one_scan_per_key_batch_and_one_flush_per_task(kudu, monkeypatch) -> None:
+    client = get_client(kudu.master_addresses)
+    table = f"task_{uuid.uuid4().hex[:8]}"
+    columns = [ColumnSpec("id", "int64", key=True), ColumnSpec("ts", "int64"), ColumnSpec("v", "string")]
+    client.create_table(table, columns, hash_columns=["id"])
+    calls = {"scan": 0, "flush": 0}
+    scan, flush = kudu_client.KuduTable.scan, kudu_client.WriteSession.flush
+
+    def counted_scan(self, *args, **kwargs):
+        calls["scan"] += 1
+        return scan(self, *args, **kwargs)
+
+    def counted_flush(self):
+        calls["flush"] += 1
+        return flush(self)
+
+    monkeypatch.setattr(kudu_client.KuduTable, "scan", counted_scan)
+    monkeypatch.setattr(kudu_client.WriteSession, "flush", counted_flush)
+    options = {"planner": "latest", "planner.key": "id", "planner.event_time": "ts", "planner.last_updated": ""}
+    planner = planner_from_options(options)
+    config = KuduSinkConfig(kudu.master_addresses, table, planner, scan_batch=4)
+    ids = [i % 10 for i in range(30)]  # 30 rows, 10 keys
+    batch = pa.RecordBatch.from_pydict({"id": ids, "ts": list(range(30)), "v": [str(i) for i in range(30)]})
+    result = write_task(config, [batch])
+    assert (result.rows, result.keys, result.scans) == (30, 10, 3)
+    assert calls == {"scan": 3, "flush": 1}  # ceil(10 keys / 4) scans, whatever the number of rows
+    assert result.mutations == {"insert": 10}
+    assert {r["id"]: r["ts"] for r in client.table(table).read_all()} == {k: 20 + k for k in range(10)}
+    again = write_task(config, [batch])
+    assert again.mutations == {} and calls["flush"] == 1, "a replay plans nothing and flushes nothing"
