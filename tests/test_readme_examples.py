@@ -14,6 +14,7 @@ README value           what the test uses
 ``zk1:2181,zk2:2181``  the session's ZooKeeper (fixture ``zookeeper``; one host instead of two)
 ``/chk``               a fresh checkpoint directory
 ``--port 8000``        ``--port 0`` (any free port) for the one ``ytqueue local`` the test starts itself
+``hbase-thrift:9090``  the session's HBase Thrift gateway (fixture ``hbase``; HBase test only)
 =====================  =====================================================================================
 
 How the blocks run:
@@ -27,6 +28,9 @@ How the blocks run:
   ``df``, or the value of its last expression) is run to the end of the available data with a memory sink and
   ``Trigger.AvailableNow``; a query it starts is run with ``processAllAvailable()`` and stopped. Each test then
   checks that the rows it produced arrived and that progress was committed where the README says.
+* The HBase block writes a ``df`` it does not define (any stream of events with ``user_id``, ``event_id`` and
+  ``event_time``) into a table ``events`` it does not create: the test supplies both (the stream from the queue of
+  "Command line"; the table with its default family ``d``, as ``hbase shell`` would).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ RUN = {
     ("Where offsets are kept: `offsets.store`", "python"),
     ("Reading and writing Kafka", "python"),
     ("Writing to YTsaurus", "python"),
+    ('Writing to HBase: `format("spyt_hbase")`', "python"),
     ("Command line", "bash"),
 }
 # (section heading, language) -> why the block is not extracted.
@@ -64,10 +69,6 @@ NOT_EXTRACTED = {
         "tests/test_demo.py runs the demo, tests/packaging/ a fresh install"
     ),
     ("What a failed write leaves behind", ""): "an error message shown as output, not code",
-    ('Writing to HBase: `format("spyt_hbase")`', "python"): (
-        "needs an HBase Thrift gateway and a table of events with user_id/event_id/event_time; HBase is not "
-        "started by this module (it takes 15 s+); the sink's documented behaviour is run by tests/hbase/"
-    ),
     ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
 }
 # Lines of the "Command line" block that are not run, with the reason.
@@ -129,6 +130,12 @@ class Placeholders:
             "/chk": str(checkpoint_dir / "chk"),
             "--port 8000": "--port 0",
         }
+        keys = sorted(self.mapping, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(k) for k in keys))
+
+    def add(self, placeholder: str, value: str) -> None:
+        """One more placeholder, for a server only one test starts."""
+        self.mapping[placeholder] = value
         keys = sorted(self.mapping, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(k) for k in keys))
 
@@ -457,3 +464,41 @@ def test_writing_to_ytsaurus(spark: Any, cli_runs: list[CliRun], places: Placeho
     (written,) = [v for v in namespace.values() if isinstance(v, DataFrame) and not v.isStreaming]
     logged = [r["payload"] for r in yt_client.select_rows(f"payload from [{places.path('//home/me/log')}]")]
     assert logged and sorted(logged) == sorted(r["payload"] for r in written.collect())
+
+
+def test_writing_to_hbase(spark: Any, cli_runs: list[CliRun], places: Placeholders, yt_client: Any, hbase: Any) -> None:
+    places.add("hbase-thrift:9090", hbase.thrift_address)
+    queue = places.path("//home/me/queue")
+    produced = produce_yt(yt_client, queue, "hbase")
+    connection = hbase.connection()
+    try:
+        if b"events" not in connection.tables():
+            connection.create_table("events", {"d": {"max_versions": 1}})
+    finally:
+        connection.close()
+    df = (  # the events the example writes: user = source tablet, event = source row
+        spark.readStream.format("ytqueue")
+        .option("proxy", places.mapping["localhost:8000"])
+        .option("consumer_path", places.path("//home/me/consumer"))
+        .option("include_service_columns", True)
+        .load(queue)
+        .selectExpr(
+            "__spyt_streaming_src_tablet_index AS user_id",
+            "__spyt_streaming_src_row_index AS event_id",
+            "timestamp_millis(1700000000000 + __spyt_streaming_src_row_index) AS event_time",
+            "payload",
+        )
+    )
+    _, query = exec_block('Writing to HBase: `format("spyt_hbase")`', places, spark=spark, df=df)
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+    connection = hbase.connection()
+    try:
+        cells = {key.decode(): data for key, data in connection.table("events").scan(include_timestamp=True)}
+    finally:
+        connection.close()
+    for payload, (tablet, row) in produced.items():  # key "user_id|event_id", cell time = event time
+        assert cells[f"{tablet}|{row}"][b"d:payload"] == (payload.encode(), 1700000000000 + row)
