@@ -70,6 +70,10 @@ NOT_EXTRACTED = {
     ),
     ("What a failed write leaves behind", ""): "an error message shown as output, not code",
     ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
+    ('Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "python"): (
+        "needs a queue of user rows the README does not create; tests/spark/test_kudu_stream.py runs the same "
+        "pipeline (history planner, offsets in kudu://, create_table) from a ytqueue source and from Kafka"
+    ),
 }
 # Lines of the "Command line" block that are not run, with the reason.
 CLI_LINES_NOT_RUN = {
