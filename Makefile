@@ -25,6 +25,9 @@ test: deps
 lint: venv
 	$(VENV)/bin/ruff check .
 
-bench: venv
+bench: deps
 	$(PY) bench/bench_local_server.py
 	$(PY) bench/bench_ytqueue_source.py
+	$(PY) bench/bench_kafka_source.py
+	$(PY) bench/bench_kudu_sink.py
+	$(PY) bench/bench_hbase_sink.py
