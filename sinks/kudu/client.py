@@ -155,11 +155,16 @@ def start_jvm(jars: str | Sequence[str] | None = None) -> Any:
     class path) is reused."""
     try:
         import jpype
+        import jpype.config
     except ImportError:
         raise KuduUnavailableError("JPype1 is not installed: pip install 'spyt-queue[kudu]'") from None
     with _JVM_LOCK:
         if not jpype.isJVMStarted():
             classpath = kudu_jars(jars)
+            # The Kudu client keeps non-daemon threads (netty, reconnect timers): destroying the JVM at interpreter
+            # exit would wait for them forever once the cluster is gone. Nothing needs flushing at exit (every
+            # session is flushed before a task reports), so the process exits without destroying the JVM.
+            jpype.config.destroy_jvm = False
             # -Xrs: leave SIGINT/SIGTERM to Python (Ctrl-C, Spark killing its workers).
             jpype.startJVM("-Xrs", "-Xmx512m", classpath=classpath, convertStrings=False)
         elif not jpype.JClass("java.lang.Thread").isAttached():

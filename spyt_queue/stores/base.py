@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from typing import Any, ClassVar
 
 
 class OffsetStore(ABC):
@@ -42,3 +44,27 @@ class OffsetStore(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections (stores are created per query on the driver)."""
+
+
+class ConnectedStore(OffsetStore):
+    """A store that opens its client on first use (under ``self._lock``) and travels pickled with its settings only:
+    Spark ships the stream reader, and with it the store, between Python processes.
+
+    Subclasses name the attributes holding live state in ``_LIVE`` with the value they get after unpickling.
+    """
+
+    _LIVE: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.__dict__.update(self._LIVE)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(self._LIVE)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()

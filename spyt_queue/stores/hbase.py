@@ -37,12 +37,12 @@ URI (the ``offsets.store`` option)::
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping
+from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError
-from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.base import ConnectedStore
 
 __all__ = ["HBaseStore", "commit_row_key", "from_uri", "parse_uri"]
 
@@ -80,9 +80,12 @@ def _prefix(group: str, source: str) -> bytes:
     return f"{quote(group, safe='')}/{quote(source, safe='')}/".encode("ascii")
 
 
-class HBaseStore(OffsetStore):
+class HBaseStore(ConnectedStore):
     """Committed positions of ``source`` for ``group`` in HBase table ``table``, through the Thrift1 gateway at
     ``host:port`` (see the module docstring for the layout). The connection opens on first use."""
+
+    # the open connection: reopened after unpickling
+    _LIVE: ClassVar[dict[str, Any]] = {"_conn": None, "_table_checked": False}
 
     def __init__(
         self,
@@ -105,19 +108,7 @@ class HBaseStore(OffsetStore):
         self.timeout, self.transport, self.protocol = float(timeout), transport, protocol
         self.prefix = _prefix(self.group, source)
         self.column = f"{family}:{QUALIFIER}".encode()
-        self._lock = threading.RLock()
-        self._conn = None
-        self._table_checked = False
-
-    def __getstate__(self) -> dict:
-        """Pickled with its settings only: Spark ships the stream reader between Python processes."""
-        state = dict(self.__dict__)
-        state["_lock"], state["_conn"], state["_table_checked"] = None, None, False
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
+        super().__init__()
 
     def describe(self) -> str:
         """``hbase://host:port/table`` and the row prefix of this (group, source)."""

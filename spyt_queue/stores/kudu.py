@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError, UnreachableError
-from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.base import ConnectedStore
 
 __all__ = ["KuduStore", "from_uri", "parse_uri"]
 
@@ -53,9 +52,11 @@ _FORMAT_VERSION = 1
 COLUMNS = ("group_id", "source", "generation", "positions", "updated")
 
 
-class KuduStore(OffsetStore):
+class KuduStore(ConnectedStore):
     """Committed positions of ``source`` for ``group`` in Kudu table ``table`` on ``masters`` (see the module
     docstring for the layout and the fence). The client connects on first use."""
+
+    _LIVE: ClassVar[dict[str, Any]] = {"_table": None}  # the open connection: reopened after unpickling
 
     def __init__(
         self,
@@ -72,18 +73,7 @@ class KuduStore(OffsetStore):
         self.masters, self.table_name = masters, table
         self.source, self.group = source, group or ""
         self.keep, self.create, self.buckets, self.jars = int(keep), create, int(buckets), jars
-        self._lock = threading.RLock()
-        self._table: Any = None
-
-    def __getstate__(self) -> dict:
-        """Pickled with its settings only: Spark ships the stream reader between Python processes."""
-        state = dict(self.__dict__)
-        state["_lock"], state["_table"] = None, None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.RLock()
+        super().__init__()
 
     def describe(self) -> str:
         """``kudu://masters/table`` and the (group, source) of this store."""
@@ -202,7 +192,7 @@ class KuduStore(OffsetStore):
         stale = {key: current.get(key) for key in new if current.get(key) != old.get(key)}
         if stale:
             raise ConsumerConflictError(
-                f"{self.describe()}: expected positions {({k: old.get(k) for k in stale})}, found {stale} in "
+                f"{self.describe()}: expected positions { ({k: old.get(k) for k in stale}) }, found {stale} in "
                 f"generation {generation}: another query (or tool) moved them. Use a separate group per query."
             )
         if all(current.get(key) == value for key, value in new.items()):

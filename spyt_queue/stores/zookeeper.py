@@ -39,12 +39,12 @@ naming it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
+from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError
-from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.base import ConnectedStore
 
 __all__ = ["DEFAULT_ROOT", "ZooKeeperStore", "decode_component", "encode_component", "from_uri"]
 
@@ -73,7 +73,7 @@ def decode_component(name: str) -> str:
     return unquote(name)
 
 
-class ZooKeeperStore(OffsetStore):
+class ZooKeeperStore(ConnectedStore):
     """Committed positions of ``source`` for ``group`` below ``root`` on the ZooKeeper ensemble ``hosts``.
 
     ``hosts``: a connect string (``"h1:2181,h2:2181"``). ``root``: an absolute path (default ``/consumers``).
@@ -81,6 +81,8 @@ class ZooKeeperStore(OffsetStore):
     module docstring). ``acl``: kazoo ACLs for created znodes (``None``: open). ``auth``: kazoo ``auth_data``
     such as ``[("digest", "user:password")]``. The session starts on first use.
     """
+
+    _LIVE: ClassVar[dict[str, Any]] = {"_zk": None}  # the open connection: reopened after unpickling
 
     def __init__(
         self,
@@ -110,18 +112,7 @@ class ZooKeeperStore(OffsetStore):
             self.source_path = f"{self.offsets_path}/{encode_component(source)}"
         else:
             self.source_path = self.offsets_path
-        self._lock = threading.Lock()
-        self._zk = None
-
-    def __getstate__(self) -> dict:
-        """Pickled with its settings only: Spark ships the stream reader between Python processes."""
-        state = dict(self.__dict__)
-        state["_lock"], state["_zk"] = None, None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        super().__init__()
 
     # ---------------------------------------------------------------------------------------------- uri
 

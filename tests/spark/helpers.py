@@ -116,3 +116,30 @@ def make_pipeline(yt: Any, proxy: str, root: str, checkpoint: str, tablets: int 
     create_consumer(yt, consumer, queue)
     create_queue(yt, output, OUTPUT_SCHEMA, tablet_count=1)
     return Pipeline(yt, proxy, queue, consumer, output, checkpoint)
+
+
+def store_stream(spark: Any, proxy: str, queue: str, store: str, group: str, *columns: str, **options: Any) -> Any:
+    """A streaming read of ``queue`` committing to the offset store ``store`` (a URI) under ``group``, with the source
+    service columns kept as ``tablet`` and ``row`` after ``columns`` (default ``id, payload``)."""
+    reader = (
+        spark.readStream.format("ytqueue")
+        .option("proxy", proxy)
+        .option("offsets.store", store)
+        .option("offsets.group", group)
+        .option("include_service_columns", "true")
+    )
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load(queue).selectExpr(
+        *(columns or ("id", "payload")),
+        "__spyt_streaming_src_tablet_index as tablet",
+        "__spyt_streaming_src_row_index as row",
+    )
+
+
+def produce_ids(yt: Any, queue: str, first: int, count: int, tablets: int = 2) -> list[int]:
+    """Insert events ``first .. first + count - 1`` round-robin over ``tablets`` tablets; returns their ids."""
+    yt.insert_rows(
+        queue, [{"id": i, "payload": f"e{i}", "$tablet_index": i % tablets} for i in range(first, first + count)]
+    )
+    return list(range(first, first + count))

@@ -13,28 +13,13 @@ import pytest
 from spyt_queue.sinks.kudu.client import get_client
 from spyt_queue.stores.kudu import KuduStore
 from spyt_queue.yt.admin import create_queue
-from tests.spark.helpers import EVENT_SCHEMA
+from tests.spark.helpers import EVENT_SCHEMA, produce_ids, store_stream
 
 pytestmark = pytest.mark.spark
 
 
 def _stream(spark, proxy: str, queue: str, store: str, group: str, **options):
-    reader = (
-        spark.readStream.format("ytqueue")
-        .option("proxy", proxy)
-        .option("offsets.store", store)
-        .option("offsets.group", group)
-        .option("include_service_columns", "true")
-    )
-    for key, value in options.items():
-        reader = reader.option(key, str(value))
-    return reader.load(queue).selectExpr(
-        "id % 7 as k",
-        "id",
-        "payload",
-        "__spyt_streaming_src_tablet_index as tablet",
-        "__spyt_streaming_src_row_index as row",
-    )
+    return store_stream(spark, proxy, queue, store, group, "id % 7 as k", "id", "payload", **options)
 
 
 def _sink(df, kudu, table: str, checkpoint: str, trigger: dict, **options):
@@ -50,19 +35,13 @@ def _sink(df, kudu, table: str, checkpoint: str, trigger: dict, **options):
     return writer.trigger(**trigger).start()
 
 
-def _produce(yt, queue: str, first: int, count: int, tablets: int = 2) -> list[int]:
-    rows = [{"id": i, "payload": f"e{i}", "$tablet_index": i % tablets} for i in range(first, first + count)]
-    yt.insert_rows(queue, rows)
-    return list(range(first, first + count))
-
-
 def test_append_keyed_by_source_coordinates_resumes_from_kudu(spark, yt, yt_proxy, yt_root, kudu, tmp_path) -> None:
     queue, table = f"{yt_root}/queue", f"events_{uuid.uuid4().hex[:8]}"
     create_queue(yt, queue, EVENT_SCHEMA, tablet_count=2)
     store_uri, group = kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}"), "to-kudu"
     checkpoint = str(tmp_path / "chk")
     append = {"planner": "append", "planner.key": "tablet,row"}
-    first = _produce(yt, queue, 0, 40)
+    first = produce_ids(yt, queue, 0, 40)
     df = _stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=5)
     query = _sink(df, kudu, table, checkpoint, {"availableNow": True}, **append)
     query.awaitTermination(180)
@@ -71,7 +50,7 @@ def test_append_keyed_by_source_coordinates_resumes_from_kudu(spark, yt, yt_prox
     store = KuduStore(kudu.master_addresses, store_uri.rsplit("/", 1)[1], source, group)
     assert store.committed() == {"0": 20, "1": 20}, "the final batch is committed to the Kudu store"
     shutil.rmtree(checkpoint)
-    second = _produce(yt, queue, 40, 20)
+    second = produce_ids(yt, queue, 40, 20)
     query = _sink(
         _stream(spark, yt_proxy, queue, store_uri, group), kudu, table, checkpoint, {"availableNow": True}, **append
     )
@@ -91,7 +70,7 @@ def test_stopped_mid_stream_latest_state_is_exactly_once(spark, yt, yt_proxy, yt
     store_uri, group = kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}"), "latest"
     checkpoint = str(tmp_path / "chk")
     latest = {"planner": "latest", "planner.key": "k", "planner.event_time": "row"}
-    ids = _produce(yt, queue, 0, 70, tablets=1)
+    ids = produce_ids(yt, queue, 0, 70, tablets=1)
     df = _stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=4).repartition("k")
     query = _sink(df, kudu, table, checkpoint, {"processingTime": "100 milliseconds"}, **latest)
     try:
@@ -147,7 +126,7 @@ def test_driver_killed_mid_batch_then_resumed_from_kudu_gives_the_exact_history(
     create_queue(yt, queue, EVENT_SCHEMA, tablet_count=1)
     store_uri = kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}")
     checkpoint = str(tmp_path / "chk")
-    ids = _produce(yt, queue, 0, 90, tablets=1)
+    ids = produce_ids(yt, queue, 0, 90, tablets=1)
     script = tmp_path / "driver.py"
     script.write_text(_DRIVER)
     args = [yt_proxy, queue, kudu.master_addresses, table, store_uri, checkpoint]

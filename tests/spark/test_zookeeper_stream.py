@@ -14,24 +14,9 @@ from spyt_queue.cli import app
 from spyt_queue.stores.zookeeper import ZooKeeperStore
 from spyt_queue.yt.admin import column, create_queue, create_sorted_table
 from tests.kafka.helpers import Topic, ids_in, run_to_files
-from tests.spark.helpers import EVENT_SCHEMA, OUTPUT_SCHEMA
+from tests.spark.helpers import EVENT_SCHEMA, OUTPUT_SCHEMA, produce_ids, store_stream
 
 pytestmark = pytest.mark.spark
-
-
-def _yt_stream(spark, proxy: str, queue: str, store: str, group: str, **options):
-    reader = (
-        spark.readStream.format("ytqueue")
-        .option("proxy", proxy)
-        .option("offsets.store", store)
-        .option("offsets.group", group)
-        .option("include_service_columns", "true")
-    )
-    for key, value in options.items():
-        reader = reader.option(key, str(value))
-    return reader.load(queue).selectExpr(
-        "id", "payload", "__spyt_streaming_src_tablet_index as tablet", "__spyt_streaming_src_row_index as row"
-    )
 
 
 def _run(df, proxy: str, target: str, checkpoint: str, trigger: dict) -> object:
@@ -53,11 +38,6 @@ def _committed(uri: str, source: str, group: str) -> dict[str, int | None]:
         store.close()
 
 
-def _produce(yt, queue: str, first: int, count: int) -> list[int]:
-    yt.insert_rows(queue, [{"id": i, "payload": f"e{i}", "$tablet_index": i % 2} for i in range(first, first + count)])
-    return list(range(first, first + count))
-
-
 def test_yt_queue_without_consumer_resumes_from_zookeeper(spark, yt, yt_proxy, yt_root, zookeeper, tmp_path) -> None:
     queue, output = f"{yt_root}/queue", f"{yt_root}/out"
     create_queue(yt, queue, EVENT_SCHEMA, tablet_count=2)
@@ -65,9 +45,9 @@ def test_yt_queue_without_consumer_resumes_from_zookeeper(spark, yt, yt_proxy, y
     root, group = f"/spyt-{uuid.uuid4().hex[:8]}", "enricher"
     store_uri = zookeeper.uri(root)
     checkpoint = str(tmp_path / "chk")
-    first = _produce(yt, queue, 0, 40)
+    first = produce_ids(yt, queue, 0, 40)
     query = _run(
-        _yt_stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=5),
+        store_stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=5),
         yt_proxy,
         output,
         checkpoint,
@@ -78,9 +58,9 @@ def test_yt_queue_without_consumer_resumes_from_zookeeper(spark, yt, yt_proxy, y
     source = f"yt:{queue}#{yt.get(queue + '/@id')}"
     assert _committed(store_uri, source, group) == {"0": 20, "1": 20}, "the final batch is committed to ZooKeeper"
     shutil.rmtree(checkpoint)
-    second = _produce(yt, queue, 40, 20)
+    second = produce_ids(yt, queue, 40, 20)
     query = _run(
-        _yt_stream(spark, yt_proxy, queue, store_uri, group), yt_proxy, output, checkpoint, {"availableNow": True}
+        store_stream(spark, yt_proxy, queue, store_uri, group), yt_proxy, output, checkpoint, {"availableNow": True}
     )
     query.awaitTermination(120)
     assert query.exception() is None
@@ -113,9 +93,9 @@ def test_a_stopped_stream_resumes_from_zookeeper_into_an_idempotent_target(
     )
     store_uri, group = zookeeper.uri(f"/spyt-{uuid.uuid4().hex[:8]}"), "stopped"
     checkpoint = str(tmp_path / "chk")
-    ids = _produce(yt, queue, 0, 60)
+    ids = produce_ids(yt, queue, 0, 60)
     query = _run(
-        _yt_stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=3),
+        store_stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=3),
         yt_proxy,
         output,
         checkpoint,
@@ -130,7 +110,7 @@ def test_a_stopped_stream_resumes_from_zookeeper_into_an_idempotent_target(
         query.stop()
     shutil.rmtree(checkpoint)
     query = _run(
-        _yt_stream(spark, yt_proxy, queue, store_uri, group), yt_proxy, output, checkpoint, {"availableNow": True}
+        store_stream(spark, yt_proxy, queue, store_uri, group), yt_proxy, output, checkpoint, {"availableNow": True}
     )
     query.awaitTermination(120)
     assert query.exception() is None
