@@ -144,7 +144,7 @@ if [ "$ZOOKEEPER_ONLY" = 0 ]; then
   [ -n "$CORE" ] || die "kafka_2.13 jar missing from $TARGET/kafka-libs"
   VERSION="$("$JAVA" -Xmx128m -cp "$TARGET/kafka-libs/*" kafka.Kafka --version 2>>"$LOG" | tail -n1)" \
     || die "the Kafka jars do not run (java -cp ... kafka.Kafka --version failed; log: $LOG)"
-  say "done: Apache Kafka $VERSION ready; start one with: python integration/kafka_broker.py --port 9092"
+  say "done: Apache Kafka $VERSION ready; start one with: python -m integration.kafka_broker --port 9092"
 fi
 if [ "$KAFKA_ONLY" = 0 ]; then
   ZK="$TARGET/zookeeper-libs"
