@@ -41,8 +41,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
-from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError
-from spyt_queue.stores.base import ConnectedStore
+from spyt_queue.errors import OptionError, SpytQueueError
+from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, uri_flag
 
 __all__ = ["HBaseStore", "commit_row_key", "from_uri", "parse_uri"]
 
@@ -56,9 +56,6 @@ QUALIFIER = "positions"
 #: Digits of the reversed commit number in row keys.
 WIDTH = 20
 _TOP = 10**WIDTH - 1
-#: Old commits are pruned every this many commits.
-PRUNE_EVERY = 16
-_FORMAT_VERSION = 1
 
 
 def commit_row_key(prefix: bytes, commit: int) -> bytes:
@@ -80,7 +77,7 @@ def _prefix(group: str, source: str) -> bytes:
     return f"{quote(group, safe='')}/{quote(source, safe='')}/".encode("ascii")
 
 
-class HBaseStore(ConnectedStore):
+class HBaseStore(CommitLogStore):
     """Committed positions of ``source`` for ``group`` in HBase table ``table``, through the Thrift1 gateway at
     ``host:port`` (see the module docstring for the layout). The connection opens on first use."""
 
@@ -203,7 +200,7 @@ class HBaseStore(ConnectedStore):
             doc = json.loads(value)
             commit = _TOP - int(suffix)
             positions = doc["positions"]
-            if doc.get("version") != _FORMAT_VERSION or doc.get("commit") != commit or not isinstance(positions, dict):
+            if doc.get("version") != FORMAT_VERSION or doc.get("commit") != commit or not isinstance(positions, dict):
                 raise ValueError("document")
             parsed = {str(k): v for k, v in positions.items()}
             if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in parsed.values()):
@@ -229,10 +226,6 @@ class HBaseStore(ConnectedStore):
             return 0, {}
         return self._parse(*rows[0])
 
-    def committed(self) -> dict[str, int | None]:
-        """Every partition of the newest commit, and its next offset."""
-        return dict(sorted(self.newest()[1].items()))
-
     def history(self, limit: int = 10) -> list[tuple[int, int, dict[str, int]]]:
         """The newest ``limit`` commits as ``(commit number, commit time in ms, positions)``, newest first."""
         if not self._ensure_table(create=False):
@@ -251,38 +244,18 @@ class HBaseStore(ConnectedStore):
 
     # ----------------------------------------------------------------------------------------- advance
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Write commit ``n + 1`` with every partition if commit ``n`` matches ``old`` (see the module docstring)."""
-        if not new:
-            return
+    def _before_advance(self) -> None:
         self._ensure_table(create=True)
-        commit, current = self.newest()
-        stale = {key: current.get(key) for key in new if current.get(key) != old.get(key)}
-        if stale:
-            expected = {k: old.get(k) for k in stale}
-            raise ConsumerConflictError(
-                f"{self.describe()}: expected positions {expected}, found {stale} in commit "
-                f"{commit}: another query (or tool) moved them. Use a separate group per query."
-            )
-        if all(current.get(key) == value for key, value in new.items()):
-            return  # nothing moves
-        positions = {**current, **{key: int(value) for key, value in new.items()}}
-        doc = {"version": _FORMAT_VERSION, "commit": commit + 1, "positions": dict(sorted(positions.items()))}
-        value = json.dumps(doc, separators=(",", ":")).encode()
-        row = commit_row_key(self.prefix, commit + 1)
+
+    def _put_if_absent(self, number: int, document: str) -> bool:
+        """``checkAndPut`` with no expected value: HBase's atomic put-if-absent in the row's region."""
+        row = commit_row_key(self.prefix, number)
 
         def put_if_absent(conn) -> bool:
-            mutation = _thrift().Mutation(column=self.column, value=value, isDelete=False)
+            mutation = _thrift().Mutation(column=self.column, value=document.encode(), isDelete=False)
             return bool(conn.client.checkAndPut(self.table.encode(), row, self.column, None, mutation, {}))
 
-        if not self._call(put_if_absent):
-            raise ConsumerConflictError(
-                f"{self.describe()}: commit {commit + 1} was written by someone else while advancing from commit "
-                f"{commit}; nothing was written. Another query (or tool) is moving the same positions: use a "
-                "separate group per query."
-            )
-        if self.keep and (commit + 1) % PRUNE_EVERY == 0 and commit + 1 > self.keep:
-            self._prune(commit + 1)
+        return self._call(put_if_absent)
 
     def _prune(self, newest: int) -> None:
         """Delete the commits more than ``keep`` older than ``newest`` (rows are deleted, never rewritten)."""
@@ -308,14 +281,6 @@ def _is_reply(error: BaseException) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------------- URI
-
-
-def _flag(name: str, value: str) -> bool:
-    if value.lower() in ("true", "1", "yes"):
-        return True
-    if value.lower() in ("false", "0", "no"):
-        return False
-    raise OptionError(OPTION, f"{name} must be true or false, got {value!r}")
 
 
 def parse_uri(uri: str) -> dict:
@@ -359,7 +324,7 @@ def parse_uri(uri: str) -> dict:
         "table": table,
         "family": family,
         "keep": keep,
-        "create": _flag("create", params.get("create", "true")),
+        "create": uri_flag(OPTION, "create", params.get("create", "true")),
         "timeout": timeout,
         "transport": transport,
         "protocol": protocol,

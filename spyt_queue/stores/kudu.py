@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError, UnreachableError
-from spyt_queue.stores.base import ConnectedStore
+from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, uri_flag
 
 __all__ = ["KuduStore", "from_uri", "parse_uri"]
 
@@ -47,14 +47,14 @@ OPTION = "offsets.store"
 DEFAULT_PORT = 7051
 DEFAULT_KEEP = 100
 DEFAULT_BUCKETS = 2
-PRUNE_EVERY = 16
-_FORMAT_VERSION = 1
 COLUMNS = ("group_id", "source", "generation", "positions", "updated")
 
 
-class KuduStore(ConnectedStore):
+class KuduStore(CommitLogStore):
     """Committed positions of ``source`` for ``group`` in Kudu table ``table`` on ``masters`` (see the module
     docstring for the layout and the fence). The client connects on first use."""
+
+    NUMBER: ClassVar[str] = "generation"
 
     _LIVE: ClassVar[dict[str, Any]] = {"_table": None}  # the open connection: reopened after unpickling
 
@@ -136,7 +136,7 @@ class KuduStore(ConnectedStore):
         try:
             doc = json.loads(row["positions"] or "")
             positions = doc["positions"]
-            if not isinstance(doc, dict) or doc.get("version") != _FORMAT_VERSION or not isinstance(positions, dict):
+            if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION or not isinstance(positions, dict):
                 raise ValueError("not a commit document")
             out = {str(k): int(v) for k, v in positions.items()}
             if any(isinstance(v, bool) or not isinstance(v, int) for v in positions.values()):
@@ -165,10 +165,6 @@ class KuduStore(ConnectedStore):
         head = max(rows, key=lambda r: r["generation"])
         return int(head["generation"]), self._parse(head)
 
-    def committed(self) -> dict[str, int | None]:
-        """The positions of the newest commit."""
-        return dict(self.newest()[1])
-
     def history(self, limit: int = 10) -> list[tuple[int, dict[str, int]]]:
         """The newest ``limit`` retained commits, newest first: ``(generation, positions)``."""
         table = self._open(create=False)
@@ -179,53 +175,42 @@ class KuduStore(ConnectedStore):
 
     # ----------------------------------------------------------------------------------------- advance
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Insert generation ``n + 1`` with every partition if generation ``n`` matches ``old`` (see the module
-        docstring)."""
-        if not new:
-            return
+    def _before_advance(self) -> None:
+        self._open(create=True)
+
+    def _put_if_absent(self, number: int, document: str) -> bool:
+        """``INSERT`` of generation ``number``: Kudu answers AlreadyPresent when it is taken."""
         from spyt_queue.sinks.kudu.client import KuduWriteError
         from spyt_queue.sinks.kudu.mutations import Mutation
 
-        table = self._open(create=True)
-        generation, current = self.newest()
-        stale = {key: current.get(key) for key in new if current.get(key) != old.get(key)}
-        if stale:
-            raise ConsumerConflictError(
-                f"{self.describe()}: expected positions { ({k: old.get(k) for k in stale}) }, found {stale} in "
-                f"generation {generation}: another query (or tool) moved them. Use a separate group per query."
-            )
-        if all(current.get(key) == value for key, value in new.items()):
-            return  # nothing moves
-        mine = generation + 1
-        positions = {**current, **{key: int(value) for key, value in new.items()}}
-        doc = {"version": _FORMAT_VERSION, "generation": mine, "positions": dict(sorted(positions.items()))}
-        key = {"group_id": self.group, "source": self.source, "generation": mine}
-        row = {**key, "positions": json.dumps(doc, separators=(",", ":")), "updated": dt.datetime.now(dt.timezone.utc)}
+        key = {"group_id": self.group, "source": self.source, "generation": number}
+        row = {**key, "positions": document, "updated": dt.datetime.now(dt.timezone.utc)}
         try:
-            table.apply([Mutation("insert", row)])
+            self._open(create=True).apply([Mutation("insert", row)])
         except KuduWriteError as error:
             if any(e.already_present for e in error.errors):
-                raise ConsumerConflictError(
-                    f"{self.describe()}: generation {mine} was written by someone else while advancing from "
-                    f"generation {generation}; nothing was written. Another query (or tool) is moving the same "
-                    "positions: use a separate group per query."
-                ) from None
+                return False
             raise
-        above = [r["generation"] for r in self._rows(table, at_least=mine + 1)]
-        if above:  # our generation had been pruned: we were stale, and our row never was the head
-            table.apply([Mutation("delete", key)])
+        return True
+
+    def _after_put(self, number: int, previous: int) -> None:
+        """A writer stale past retention inserted a generation that was pruned long ago: it is not the head."""
+        from spyt_queue.sinks.kudu.mutations import Mutation
+
+        table = self._open(create=True)
+        above = [r["generation"] for r in self._rows(table, at_least=number + 1)]
+        if above:
+            table.apply([Mutation("delete", {"group_id": self.group, "source": self.source, "generation": number})])
             raise ConsumerConflictError(
-                f"{self.describe()}: advanced from generation {generation}, but generation {max(above)} exists: "
+                f"{self.describe()}: advanced from generation {previous}, but generation {max(above)} exists: "
                 "another query (or tool) moved the positions long ago; nothing was written."
             )
-        if self.keep and mine % PRUNE_EVERY == 0 and mine > self.keep:
-            self._prune(table, mine)
 
-    def _prune(self, table: Any, newest: int) -> None:
+    def _prune(self, newest: int) -> None:
         """Delete all but the ``keep`` generations up to ``newest`` (never the head)."""
         from spyt_queue.sinks.kudu.mutations import Mutation
 
+        table = self._open(create=True)
         old = [r["generation"] for r in self._rows(table) if r["generation"] <= newest - self.keep]
         if not old:
             return
@@ -241,14 +226,6 @@ class KuduStore(ConnectedStore):
 
 
 # ----------------------------------------------------------------------------------------------------- URI
-
-
-def _flag(name: str, value: str) -> bool:
-    if value.lower() in ("true", "1", "yes"):
-        return True
-    if value.lower() in ("false", "0", "no"):
-        return False
-    raise OptionError(OPTION, f"{name} must be true or false, got {value!r}")
 
 
 def parse_uri(uri: str) -> dict:
@@ -287,7 +264,7 @@ def parse_uri(uri: str) -> dict:
         "masters": ",".join(masters),
         "table": table,
         "keep": keep,
-        "create": _flag("create", params.get("create", "true")),
+        "create": uri_flag(OPTION, "create", params.get("create", "true")),
         "buckets": buckets,
     }
 

@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from spyt_queue.errors import OptionError, SpytQueueError
+from spyt_queue.stores import commit_log
 from spyt_queue.stores import hbase as hbase_store
 from spyt_queue.stores.hbase import HBaseStore, commit_row_key, parse_uri
 from spyt_queue.stores.registry import check_uri, open_store
@@ -52,7 +53,7 @@ def test_each_commit_row_holds_every_partition(hbase) -> None:
 def test_retention_deletes_old_commits_only_and_sets_no_ttl(hbase, monkeypatch: pytest.MonkeyPatch) -> None:
     """History is bounded by deleting rows older than ``keep`` commits: the newest ones are never rewritten, and the
     family has no TTL (Cloudera's TTL expires the newest offsets of a job down longer than it)."""
-    monkeypatch.setattr(hbase_store, "PRUNE_EVERY", 4)
+    monkeypatch.setattr(commit_log, "PRUNE_EVERY", 4)
     store = HBaseStore(hbase.thrift_host, hbase.thrift_port, table_name(), "yt://q", "g", keep=5)
     for n in range(1, 21):
         store.advance({"0": n - 1 if n > 1 else None}, {"0": n})

@@ -8,7 +8,8 @@ import pytest
 
 from spyt_queue.errors import ConsumerConflictError, OptionError
 from spyt_queue.stores import registry
-from spyt_queue.stores.kudu import PRUNE_EVERY, KuduStore, parse_uri
+from spyt_queue.stores.commit_log import PRUNE_EVERY
+from spyt_queue.stores.kudu import KuduStore, parse_uri
 
 
 def test_uri_is_parsed_without_connecting() -> None:
