@@ -119,6 +119,22 @@ def require_or_skip(reason: str | None) -> None:
     pytest.skip(reason)
 
 
+def serve(make_server, missing: str | None, *cleanups):
+    """Make and start a real server for the session (after :func:`require_or_skip`), yield it, run ``cleanups``
+    (closing this process's clients of it), then stop it."""
+    require_or_skip(missing)
+    server = make_server()
+    server.start()
+    try:
+        yield server
+    finally:
+        try:
+            for cleanup in cleanups:
+                cleanup()
+        finally:
+            server.stop()
+
+
 @pytest.fixture(scope="session")
 def kafka_broker():
     """One real single-node Apache Kafka (KRaft) on loopback for the session (jars from Maven Central).
@@ -128,16 +144,12 @@ def kafka_broker():
     """
     from integration.kafka_broker import KafkaBroker, missing_requirements
 
-    require_or_skip(missing_requirements())
-    broker = KafkaBroker()
-    broker.start()
-    try:
-        yield broker
-    finally:
+    def close_clients() -> None:  # pooled consumers would keep reconnecting to the stopped broker
         from spyt_queue.kafka.clients import close_all
 
-        close_all()  # pooled consumers of this process would keep reconnecting to the stopped broker
-        broker.stop()
+        close_all()
+
+    yield from serve(KafkaBroker, missing_requirements(), close_clients)
 
 
 @pytest.fixture(scope="session")
@@ -155,13 +167,7 @@ def zookeeper():
     """
     from integration.zookeeper import ZooKeeperServer, missing_requirements
 
-    require_or_skip(missing_requirements())
-    server = ZooKeeperServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(ZooKeeperServer, missing_requirements())
 
 
 @pytest.fixture(scope="session")
@@ -173,16 +179,12 @@ def kudu():
     """
     from integration.kudu import KuduCluster, missing_requirements
 
-    require_or_skip(missing_requirements())
-    cluster = KuduCluster()
-    cluster.start()
-    try:
-        yield cluster
-    finally:
+    def close_clients() -> None:
         from spyt_queue.sinks.kudu.client import close_clients
 
         close_clients()
-        cluster.stop()
+
+    yield from serve(KuduCluster, missing_requirements(), close_clients)
 
 
 @pytest.fixture(scope="session")
@@ -196,10 +198,4 @@ def hbase():
     """
     from integration.hbase import HBase, missing_requirements
 
-    require_or_skip(missing_requirements())
-    server = HBase()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from serve(HBase, missing_requirements())
