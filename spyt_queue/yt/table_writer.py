@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -62,6 +64,7 @@ _WIDTH = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
 ZOMBIE_EPOCH = 3102  # a newer create_queue_producer_session of the same session fenced this one off
 DEFAULT_SESSION_PREFIX = "spyt-queue"
 _MAX_SESSION_DEPTH = 64
+_MAX_FENCED_RETRIES = 8  # reopens of a session after being fenced off by a concurrent task
 _SPLIT_HINT = (
     "exactly-once writes through producer sessions need each source tablet's rows of a micro-batch in one task, "
     "so do not combine this sink with the source options maxRecordsPerPartition/minPartitions or a "
@@ -206,6 +209,15 @@ class _Push:
     user_meta: dict[str, Any] | None
 
 
+class _Fenced(Exception):
+    """A push refused because a newer open of its producer session fenced off this epoch; carries the rows not
+    pushed yet."""
+
+    def __init__(self, rows: list[tuple[int, dict[str, Any]]]) -> None:
+        super().__init__(f"fenced off before row {rows[0][0]}")
+        self.rows = rows
+
+
 def _origin(user_meta: Any) -> int | None:
     """The first sequence number a session ever wrote, as recorded by this writer in its ``user_meta``."""
     if not isinstance(user_meta, dict):
@@ -222,10 +234,15 @@ class WriteStats:
     skipped: int = 0
     requests: int = 0
     tablets: dict[int, tuple[int, int]] = field(default_factory=dict)  # source tablet -> (first, last) row
+    dead_letters: int = 0  # rows diverted to the dead-letter target (deadLetter.*)
 
 
 class YtTableWriter:
     """Writes record batches into one YT dynamic table (picklable; the client is created per process)."""
+
+    #: Where rows the table refuses go (``deadLetter.*``, a :class:`~spyt_queue.deadletter.BoundDeadLetters`);
+    #: ``None``: a bad row fails the task.
+    dead_letters: Any = None
 
     def __init__(
         self,
@@ -349,32 +366,95 @@ class YtTableWriter:
             return stats
         pending: list[dict[str, Any]] = []
         position = 0
+        letters: list[Any] = []
         for batch in batches:
-            self.check_nulls(batch, position, self._written_so_far(stats))
-            pending.extend(self._prepare(self._drop(batch), position))
+            if self.dead_letters is not None:
+                pending.extend(self._prepare_diverting(batch, position, letters))
+            else:
+                self.check_nulls(batch, position, self._written_so_far(stats))
+                pending.extend(self._prepare(self._drop(batch), position))
             position += batch.num_rows
             while len(pending) >= self.dyn_batch_size:
-                self._insert(pending[: self.dyn_batch_size], stats)
+                self._insert(pending[: self.dyn_batch_size], stats, letters)
                 pending = pending[self.dyn_batch_size :]
         if pending:
-            self._insert(pending, stats)
+            self._insert(pending, stats, letters)
+        if self.dead_letters is not None:  # durable before the task returns: the batch commits only after them
+            stats.dead_letters += self.dead_letters.write(letters, f" ({task_label()})")
         return stats
 
     def _drop(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         drop = [n for n in self.dropped_columns() if n in batch.schema.names]
         return batch.drop_columns(drop) if drop else batch
 
-    def _insert(self, rows: list[dict[str, Any]], stats: WriteStats) -> None:
+    def _insert(self, rows: list[dict[str, Any]], stats: WriteStats, letters: list[Any] | None = None) -> None:
         try:
             self.client.insert_rows(self.path, rows, update=True if self.table.sorted else None)
         except Exception as error:
             if is_transient_yt_error(error):
                 raise
+            if self.dead_letters is not None and letters is not None:
+                self._insert_one_by_one(rows, stats, letters)  # the refused request wrote nothing
+                return
             raise BadRecordError(
                 f"insert_rows of {len(rows)} rows into {self.path} failed (first row {rows[0]!r}): {error}"
             ) from error
         stats.rows += len(rows)
         stats.requests += 1
+
+    # -- dead letters (deadLetter.*): bad rows are diverted instead of failing the task ---------------------
+    def _coordinates(self, batch: pa.RecordBatch, position: int, task_row: int) -> tuple[str, int]:
+        """The source tablet and row of a row when the batch carries the service columns, else the Spark partition
+        and the row's position in the task."""
+        names = batch.schema.names
+        if SERVICE_TABLET_COLUMN in names and SERVICE_ROW_COLUMN in names:
+            tablet = batch.column(SERVICE_TABLET_COLUMN)[position].as_py()
+            row = batch.column(SERVICE_ROW_COLUMN)[position].as_py()
+            if tablet is not None and row is not None:
+                return str(tablet), int(row)
+        return task_label().replace("Spark partition ", "spark-partition-"), task_row
+
+    def _prepare_diverting(self, batch: pa.RecordBatch, first_row: int, letters: list[Any]) -> list[dict[str, Any]]:
+        """:meth:`_prepare` for a batch whose rows that hold a null in a required column or a value out of range
+        are added to ``letters`` instead of failing the task."""
+        from spyt_queue.deadletter import yson_payload
+
+        try:
+            self.check_nulls(batch, first_row, "")
+            return self._prepare(self._drop(batch), first_row)
+        except BadRecordError:
+            pass
+        rows: list[dict[str, Any]] = []
+        for position in range(batch.num_rows):
+            one = batch.slice(position, 1)
+            try:
+                self.check_nulls(one, first_row + position, "The row was dead-lettered.")
+                rows.extend(self._prepare(self._drop(one), first_row + position))
+            except BadRecordError as error:
+                partition, offset = self._coordinates(batch, position, first_row + position)
+                payload = yson_payload(one.to_pylist()[0])
+                letters.append(self.dead_letters.letter(partition, offset, error, payload))
+        return rows
+
+    def _insert_one_by_one(self, rows: list[dict[str, Any]], stats: WriteStats, letters: list[Any]) -> None:
+        """After a refused ``insert_rows`` (which wrote nothing): insert row by row, dead-lettering the rows the
+        table refuses on their own."""
+        from spyt_queue.deadletter import yson_payload
+
+        for position, row in enumerate(rows):
+            try:
+                self.client.insert_rows(self.path, [row], update=True if self.table.sorted else None)
+            except Exception as error:
+                if is_transient_yt_error(error):
+                    raise
+                tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
+                partition = str(tablet) if tablet is not None and index is not None else task_label()
+                offset = int(index) if tablet is not None and index is not None else stats.rows + position
+                message = f"insert_rows into {self.path} refused the row: {error}"
+                letters.append(self.dead_letters.letter(partition, offset, message, yson_payload(row)))
+                continue
+            stats.rows += 1
+            stats.requests += 1
 
     def _write_through_producer(self, batches: Iterator[pa.RecordBatch], stats: WriteStats, prefix: str) -> None:
         by_tablet: dict[int, list[tuple[int, dict[str, Any]]]] = {}
@@ -401,7 +481,7 @@ class YtTableWriter:
             self._check_task_rows(tablet, items)
             plan.extend(self._plan(tablet, items, f"{prefix}-{tablet}", 0))
         for push in plan:
-            self._push(push, stats)
+            self._run_push(push, stats)
         for tablet, items in by_tablet.items():
             stats.tablets[tablet] = (items[0][0], items[-1][0])
 
@@ -455,6 +535,25 @@ class YtTableWriter:
             plan.append(_Push(tablet, session, epoch, rest, None))
         return plan
 
+    def _run_push(self, push: _Push, stats: WriteStats, fenced_before: int = 0) -> None:
+        """Push planned rows; when another task's open of the same session fenced this one off (tasks of a split
+        tablet, or of a replay, run at once), reopen the session and plan the rows not yet pushed again: rows it
+        already holds are skipped, rows below its origin go to the session below, a gap is refused as before."""
+        try:
+            self._push(push, stats)
+        except _Fenced as fenced:
+            if fenced_before >= _MAX_FENCED_RETRIES:
+                raise ProducerSequenceError(
+                    f"Exactly-once write into {self.path} stopped for source tablet {push.tablet}: other tasks kept "
+                    f"opening producer session {push.session!r} while this one was pushing ({_MAX_FENCED_RETRIES} "
+                    f"reopens; rows it pushed before row {fenced.rows[0][0]} stay written, a replay continues after "
+                    f"them): {_SPLIT_HINT}"
+                ) from fenced.__cause__
+            log.info("producer session %r was reopened by another task; planning again", push.session)
+            time.sleep(random.uniform(0.02, 0.1) * (fenced_before + 1))
+            for again in self._plan(push.tablet, fenced.rows, push.session, 0):
+                self._run_push(again, stats, fenced_before + 1)
+
     def _push(self, push: _Push, stats: WriteStats) -> None:
         for first in range(0, len(push.rows), self.dyn_batch_size):
             chunk = push.rows[first : first + self.dyn_batch_size]
@@ -466,11 +565,7 @@ class YtTableWriter:
                 )
             except Exception as error:
                 if has_code(error, ZOMBIE_EPOCH):
-                    raise ProducerSequenceError(
-                        f"Exactly-once write into {self.path} stopped for source tablet {push.tablet}: another task "
-                        f"opened producer session {push.session!r} while this one was pushing (rows it pushed "
-                        f"before row {chunk[0][0]} stay written; a replay continues after them): {_SPLIT_HINT}"
-                    ) from error
+                    raise _Fenced(push.rows[first:]) from error
                 raise
             skipped = int(result.get("skipped_row_count", 0)) if isinstance(result, dict) else 0
             stats.skipped += skipped

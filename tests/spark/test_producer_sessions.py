@@ -20,7 +20,7 @@ from spyt_queue.errors import ProducerSequenceError
 from spyt_queue.yt.admin import column, create_producer, create_queue
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtSchema
-from spyt_queue.yt.table_writer import YtTableWriter
+from spyt_queue.yt.table_writer import WriteStats, YtTableWriter
 from tests.spark.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
@@ -273,3 +273,46 @@ def test_default_session_prefix_is_per_query_and_stable() -> None:
     assert named is not None and named not in (one, default_session_prefix(Options({"queryName": "other"})))
     assert default_session_prefix(Options({"checkpointLocation": "/chk/a", "producer_session_prefix": "p"})) == "p"
     assert default_session_prefix(Options({})) is None  # tasks then use the streaming query id
+
+
+# -- two tasks sharing one session concurrently: each open bumps the epoch and fences the other -----------------
+
+
+def _twin(writer: YtTableWriter) -> YtTableWriter:
+    """A second task's writer on the same target, producer and session prefix (its own client)."""
+    return YtTableWriter(
+        writer.connection,
+        writer.path,
+        writer.table,
+        producer_path=writer.producer_path,
+        producer_session_prefix=writer.producer_session_prefix,
+    )
+
+
+def test_a_task_fenced_by_a_concurrent_replay_replans_and_skips_what_is_written(yt, writer) -> None:
+    """A replay of a split batch runs both tasks at once: the second open of the session fences the first task's
+    epoch. Before the fix the fenced task failed the batch (ProducerSequenceError, seen in CI); now it reopens the
+    session, finds its rows written, and skips them."""
+    writer.write(iter([_chunk(0, 20)]))
+    plan = writer._plan(0, [(i, {"id": i, "payload": f"p{i}"}) for i in range(10)], "w-0", 0)
+    stats = _twin(writer).write(iter([_chunk(10, 10)]))  # the other task opens the session (new epoch) and pushes
+    assert (stats.rows, stats.skipped) == (0, 10)
+    mine = WriteStats()
+    for push in plan:
+        writer._run_push(push, mine)
+    assert (mine.rows, mine.skipped) == (0, 10)
+    assert _ids(yt, writer.path) == list(range(20))
+
+
+def test_a_task_fenced_on_a_fresh_session_moves_its_lower_rows_below_the_winner(yt, writer) -> None:
+    """Both tasks of a split first batch open the fresh session; the later rows' task pushes first and records its
+    origin. The fenced task reopens the session, sees its rows below that origin, and writes them through the
+    session below it: every row once."""
+    lower = writer._plan(0, [(i, {"id": i, "payload": f"p{i}"}) for i in range(10)], "w-0", 0)
+    _twin(writer).write(iter([_chunk(10, 10)]))
+    stats = WriteStats()
+    for push in lower:
+        writer._run_push(push, stats)
+    assert (stats.rows, stats.skipped) == (10, 0)
+    assert _ids(yt, writer.path) == list(range(20))
+    assert _session_numbers(yt, writer.producer_path) == {"w-0": 19, "w-0-before-10": 9}
