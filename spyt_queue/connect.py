@@ -8,6 +8,8 @@ keeps positions by ``offsets.store`` (see :mod:`spyt_queue.stores.registry`).
 from __future__ import annotations
 
 from spyt_queue.backend import QueueBackend
+from spyt_queue.deadletter import DEAD_LETTER_OPTIONS, prepared_target
+from spyt_queue.deadletter import KAFKA_PREFIX as DEAD_LETTER_KAFKA_PREFIX
 from spyt_queue.errors import OptionError
 from spyt_queue.options import Options, connect_timeout
 from spyt_queue.settings import READER_OPTIONS, TIMESTAMP_OPTIONS, ReaderSettings
@@ -36,6 +38,11 @@ def check_source_options(options: Options) -> None:
         yt_only = ("proxy", "consumer_path", "include_service_columns", "parsing_type_v3", "binary_strings")
         hints = {name: "it is an option of YTsaurus queues, not of Kafka topics" for name in yt_only}
         hints["path"] = "a Kafka source reads topics: use subscribe, subscribePattern or assign instead of load(path)"
+        for name in DEAD_LETTER_OPTIONS:
+            hints[name] = (
+                "the Kafka source returns key and value as bytes and never rejects a record, so it has no dead "
+                "letters; set deadLetter.* on the sink (writeStream) to divert records it refuses"
+            )
         options.check_known((*known, *STORE_OPTIONS), "the Kafka source", prefixes=(KAFKA_PREFIX,), hints=hints)
         return
     from spyt_queue.kafka.options import KAFKA_SOURCE_OPTIONS
@@ -48,9 +55,9 @@ def check_source_options(options: Options) -> None:
         if name.lower() not in {known.lower() for known in YT_SOURCE_OPTIONS}
     }
     options.check_known(
-        (*YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS),
+        (*YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS),
         "the YTsaurus queue source",
-        prefixes=(YT_CONFIG_PREFIX,),
+        prefixes=(YT_CONFIG_PREFIX, DEAD_LETTER_KAFKA_PREFIX),
         hints=hints,
     )
 
@@ -70,7 +77,12 @@ def check_sink_options(options: Options, known: tuple[str, ...], what: str, pref
         "include_service_columns",
     )
     hints = {name: "it is a reading option: set it on spark.readStream / spark.read" for name in reading}
-    options.check_known((*known, *SPARK_SINK_OPTIONS), what, prefixes=(prefix,), hints=hints)
+    options.check_known(
+        (*known, *SPARK_SINK_OPTIONS, *DEAD_LETTER_OPTIONS),
+        what,
+        prefixes=(prefix, DEAD_LETTER_KAFKA_PREFIX),
+        hints=hints,
+    )
 
 
 def check_reachable(options: Options) -> None:
@@ -88,6 +100,7 @@ def check_reachable(options: Options) -> None:
 
     connection = connection_from_options(options)
     check_proxy_reachable(connection.proxy, connection.config, timeout)
+    prepared_target(options)  # the dead-letter target exists (or is created with deadLetter.create=true)
 
 
 def backend_for(options: Options, streaming: bool) -> QueueBackend:

@@ -12,6 +12,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from spyt_queue.connect import check_sink_options
+from spyt_queue.deadletter import log_batch, sink_dead_letters
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
@@ -42,6 +43,7 @@ class YtWriteCommit(WriterCommitMessage):
     skipped: int
     requests: int
     tablets: dict[int, tuple[int, int]] = field(default_factory=dict)
+    dead_letters: int = 0
 
 
 def check_one_task_per_source_tablet(messages: list[WriterCommitMessage | None]) -> list[int]:
@@ -140,12 +142,21 @@ def table_writer_from_options(options: Options, schema: StructType) -> YtTableWr
                 "include_service_columns=true and keep both columns in the DataFrame",
             )
     check_schema(schema, writer.table, path, drop=writer.dropped_columns())
+    writer.dead_letters = sink_dead_letters(
+        options, f"yt:{path}", refused_by="producer_path" if writer.producer_path else ""
+    )
     return writer
 
 
 def _commit(writer: YtTableWriter, iterator: Iterator[pa.RecordBatch]) -> YtWriteCommit:
     stats = writer.write(iterator, task_session_prefix(writer) if writer.producer_path else None)
-    return YtWriteCommit(rows=stats.rows, skipped=stats.skipped, requests=stats.requests, tablets=stats.tablets)
+    return YtWriteCommit(
+        rows=stats.rows,
+        skipped=stats.skipped,
+        requests=stats.requests,
+        tablets=stats.tablets,
+        dead_letters=stats.dead_letters,
+    )
 
 
 def describe_abort(writer: YtTableWriter, messages: list[WriterCommitMessage | None]) -> str:
@@ -182,6 +193,7 @@ class YtStreamWriter(DataSourceStreamArrowWriter):
         """All rows are already written by the tasks (producer pushes were checked by each task before pushing);
         source tablets split across tasks are reported."""
         check_one_task_per_source_tablet(messages)
+        log_batch(messages, batchId, self.writer.dead_letters)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Rows of successful tasks stay and the batch is not committed; the replay appends them again, upserts

@@ -17,6 +17,7 @@ import yt.yson as yson
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from spyt_queue.deadletter import BoundDeadLetters, yson_payload
 from spyt_queue.errors import BadRecordError
 from spyt_queue.yt.schema import YtColumn, YtSchema
 
@@ -121,8 +122,11 @@ class RowConverter:
         parsing_type_v3: bool,
         include_service_columns: bool,
         describe_source: str = "",
+        dead_letters: BoundDeadLetters | None = None,
     ) -> None:
+        """``dead_letters``: where rows that do not convert go (``deadLetter.*``); without it they stop the query."""
         self.schema = schema
+        self.dead_letters = dead_letters
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
         self.include_service_columns = include_service_columns
         self.parsing_type_v3 = parsing_type_v3
@@ -171,7 +175,29 @@ class RowConverter:
         return lambda values: pa.array([convert(v) for v in values], target)
 
     def convert(self, rows: Sequence[Mapping[bytes, Any]], tablet: int, row_indexes: list[int]) -> pa.RecordBatch:
-        """One record batch for ``rows`` of ``tablet`` whose row indexes are ``row_indexes``."""
+        """One record batch for ``rows`` of ``tablet`` whose row indexes are ``row_indexes``.
+
+        A row that does not convert raises :class:`BadRecordError` naming tablet, row and reason; with a dead-letter
+        target it is written there (durably, before this returns) and left out of the batch instead."""
+        if self.dead_letters is None:
+            return self._convert(rows, tablet, row_indexes)
+        try:
+            return self._convert(rows, tablet, row_indexes)
+        except BadRecordError:
+            pass
+        good: list[int] = []
+        letters = []
+        for position, (row, index) in enumerate(zip(rows, row_indexes, strict=True)):
+            try:
+                self._convert([row], tablet, [index])
+            except BadRecordError as error:
+                letters.append(self.dead_letters.letter(tablet, index, error, yson_payload(row)))
+                continue
+            good.append(position)
+        self.dead_letters.write(letters, f" (tablet {tablet})")
+        return self._convert([rows[i] for i in good], tablet, [row_indexes[i] for i in good])
+
+    def _convert(self, rows: Sequence[Mapping[bytes, Any]], tablet: int, row_indexes: list[int]) -> pa.RecordBatch:
         arrays: list[pa.Array] = []
         if self.include_service_columns:
             arrays.append(pa.array([tablet] * len(rows), pa.int64()))

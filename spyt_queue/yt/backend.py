@@ -84,6 +84,9 @@ def has_code(error: BaseException, code: int) -> bool:
 class YtQueueBackend(QueueBackend):
     """One YT queue read through one consumer (or without a consumer for batch reads)."""
 
+    #: Where rows that do not convert go (``deadLetter.*``, set by the options); ``None``: they stop the query.
+    dead_letters: Any = None
+
     def __init__(
         self,
         connection: YtConnection,
@@ -231,6 +234,7 @@ class YtQueueBackend(QueueBackend):
                 self.parsing_type_v3,
                 self.include_service_columns,
                 describe_source=f" of {self.queue_path}",
+                dead_letters=self.dead_letters,
             )
         expected = start
         empty_pulls = 0

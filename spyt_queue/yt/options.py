@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 
+from spyt_queue.deadletter import dead_letter_target
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 from spyt_queue.yt.backend import YtConnection, YtQueueBackend
@@ -110,7 +111,7 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
     binary_strings = options.get_bool("binary_strings", False)
     pull_batch_rows = options.get_int("pull_batch_rows", 10_000) or 10_000
     connect_timeout(options)
-    return YtQueueBackend(
+    backend = YtQueueBackend(
         connection=connection_from_options(options),
         queue_path=path,
         consumer_path=consumer,
@@ -119,6 +120,10 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
         binary_strings=binary_strings,
         pull_batch_rows=pull_batch_rows,
     )
+    target = dead_letter_target(options)  # validated here, checked on its server when the query connects
+    if target is not None:
+        backend.dead_letters = target.bind(f"yt:{path}", "source")
+    return backend
 
 
 def check_consumer_registered(backend: YtQueueBackend) -> None:
