@@ -275,12 +275,23 @@ def status(
     offsets_group: str = typer.Option(
         None, "--offsets-group", help="The group in --store (default: --group for Kafka, --consumer for YT)."
     ),
+    dead_letter: str = typer.Option(
+        None, "--dead-letter", help="A dead-letter table (deadLetter.path) whose rows are counted."
+    ),
+    dead_letter_topic: str = typer.Option(
+        None, "--dead-letter-topic", help="A dead-letter topic (deadLetter.topic, on --bootstrap-servers) to count."
+    ),
 ) -> None:
-    """Print committed offset, end and lag per partition, for a YT consumer, a Kafka group or any offset store."""
+    """Print committed offset, end and lag per partition, for a YT consumer, a Kafka group or any offset store, and
+    the rows of a dead-letter target."""
     from spyt_queue.lag import backend_lag
     from spyt_queue.stores.registry import check_uri, is_native, open_store
 
     check_uri(store)
+    if dead_letter or dead_letter_topic:
+        _dead_letter_status(dead_letter, dead_letter_topic, proxy, bootstrap_servers)
+        if not (queue or topic):
+            return
 
     hint = None
     if bootstrap_servers:
@@ -335,6 +346,35 @@ def status(
     console.print(table)
     if hint:
         typer.secho(hint, err=True, fg="yellow")
+
+
+def _dead_letter_status(path: str | None, topic: str | None, proxy: str | None, bootstrap_servers: str | None) -> None:
+    """Print the dead letters held per partition of a dead-letter table or topic, and their total."""
+    from spyt_queue.lag import dead_letter_counts
+
+    if path and topic:
+        raise CliError("give --dead-letter (a YT table) or --dead-letter-topic (Kafka), not both")
+    if topic:
+        if not bootstrap_servers:
+            raise CliError("--dead-letter-topic needs --bootstrap-servers")
+        from spyt_queue.deadletter import KafkaDeadLetterTarget
+
+        target: Any = KafkaDeadLetterTarget({"bootstrap.servers": bootstrap_servers}, topic)
+    else:
+        from spyt_queue.deadletter import YtDeadLetterTarget
+        from spyt_queue.yt.backend import YtConnection
+
+        if not _client(proxy).exists(path):  # "no YT proxy" in one line first
+            raise CliError(f"dead-letter table {path} does not exist")
+        target = YtDeadLetterTarget(YtConnection(proxy, config=CLI_YT_CONFIG), str(path))
+    counts = dead_letter_counts(target)
+    table = Table(title=f"dead letters in {target.describe()}")
+    table.add_column("partition", justify="right")
+    table.add_column("dead letters", justify="right")
+    for partition, count in counts.items():
+        table.add_row(partition, str(count))
+    table.add_row("total", str(sum(counts.values())), style="bold")
+    console.print(table)
 
 
 @app.command()

@@ -49,6 +49,12 @@ def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) 
     return {k: max(0, int(v) - int(ends.get(k, 0))) for k, v in latest.get("partitions", {}).items()}
 
 
+def dead_letter_counts(target: Any) -> dict[str, int]:
+    """Dead letters held per partition of a dead-letter target (a :class:`~spyt_queue.deadletter.DeadLetterTarget`):
+    rows of a table's tablets, or records of a topic's partitions, still retained."""
+    return dict(target.count())
+
+
 def backend_lag(backend: QueueBackend, store: OffsetStore | None = None) -> list[PartitionLag]:
     """Committed position (from ``store``, by default the backend's own), bounds and lag of every partition."""
     bounds = backend.bounds()

@@ -5,16 +5,18 @@ clients and Spark's Kafka sink choose (murmur2 of the key), so both sinks can fe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from spyt_queue.connect import check_sink_options
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, log_batch, sink_dead_letters, yson_payload
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
 from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_PREFIX
@@ -26,6 +28,17 @@ from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"
 #: Every option :func:`_writer` reads (plus ``kafka.*``); Spark adds path/checkpointLocation/queryName.
 KAFKA_SINK_OPTIONS = ("topic", CONNECT_TIMEOUT_OPTION)
+#: Delivery errors that concern one record (the broker refused it), not the producer or the cluster: with a
+#: dead-letter target the record goes there; any other delivery error fails the task.
+RECORD_ERRORS = {
+    KafkaError.MSG_SIZE_TOO_LARGE,
+    KafkaError._MSG_SIZE_TOO_LARGE,
+    KafkaError.INVALID_RECORD,
+    KafkaError.CORRUPT_MESSAGE,
+    KafkaError.INVALID_MSG,
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._INVALID_ARG,
+}
 
 
 def _kafka_cause(error: BaseException) -> BaseException:
@@ -65,20 +78,37 @@ class KafkaWriteCommit(WriterCommitMessage):
     """Records one task delivered."""
 
     records: int
+    dead_letters: int = 0
+
+
+def _record_coordinates(row: dict[str, Any], position: int) -> tuple[str, int]:
+    """The source tablet and row when the DataFrame kept the service columns, else Spark partition and position."""
+    from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
+
+    tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
+    if tablet is not None and index is not None:
+        return str(tablet), int(index)
+    return task_label().replace("Spark partition ", "spark-partition-"), position
 
 
 class KafkaRecordWriter:
     """Produces the rows of one task and waits until every record is acknowledged."""
 
-    def __init__(self, config: dict[str, Any], default_topic: str | None) -> None:
+    def __init__(
+        self, config: dict[str, Any], default_topic: str | None, dead_letters: BoundDeadLetters | None = None
+    ) -> None:
+        """``dead_letters``: where records Kafka refuses go (``deadLetter.*``); without it they fail the task."""
         self.config = config
         self.default_topic = default_topic
+        self.dead_letters = dead_letters
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:
         """Produce every row, flush, and raise on the first delivery error.
 
         The producer is this process's pooled one; any error evicts it from the pool, so a producer a fatal
         error poisoned never serves the next task."""
+        if self.dead_letters is not None:
+            return self._write_diverting(batches, self.dead_letters)
         errors: list[str] = []
 
         def delivered(error: Any, message: Any) -> None:
@@ -100,6 +130,63 @@ class KafkaRecordWriter:
             if remaining:
                 raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")
         return KafkaWriteCommit(records=count)
+
+    def _write_diverting(self, batches: Iterator[pa.RecordBatch], dead: BoundDeadLetters) -> KafkaWriteCommit:
+        """:meth:`write` with a dead-letter target: a record with a null topic, one ``produce()`` refuses (too large,
+        unknown partition) or one the broker refuses (see :data:`RECORD_ERRORS`) is dead-lettered; other errors
+        still fail the task. The dead letters are durable before this returns."""
+        errors: list[str] = []
+        letters: list[DeadLetter] = []
+        acknowledged = [0]
+
+        def letter(row: dict[str, Any], position: int, error: Any) -> DeadLetter:
+            partition, offset = _record_coordinates(row, position)
+            return dead.letter(partition, offset, error, yson_payload(row))
+
+        def delivered(row: dict[str, Any], position: int, error: Any, message: Any) -> None:
+            if error is None:
+                acknowledged[0] += 1
+            elif error.code() in RECORD_ERRORS:
+                letters.append(letter(row, position, f"Kafka refused the record for {message.topic()}: {error}"))
+            else:
+                errors.append(f"{message.topic()}[{message.partition()}]: {error}")
+
+        position = 0
+        with pooled_producer(self.config) as producer:
+            for batch in batches:
+                for row in batch.to_pylist():
+                    topic = self.default_topic or row.get("topic")
+                    if topic is None:
+                        letters.append(letter(row, position, "Null 'topic' and no 'topic' option"))
+                    else:
+                        kwargs = _produce_kwargs(row)
+                        kwargs["on_delivery"] = functools.partial(delivered, row, position)
+                        while True:
+                            try:
+                                producer.produce(topic, **kwargs)
+                                break
+                            except BufferError:
+                                producer.poll(0.1)
+                            except (KafkaException, TypeError, ValueError) as error:
+                                cause = _kafka_cause(error)
+                                code = cause.args[0].code() if isinstance(cause, KafkaException) else None
+                                if isinstance(cause, KafkaException) and code not in RECORD_ERRORS:
+                                    raise BadRecordError(f"could not produce record to {topic}: {cause}") from error
+                                letters.append(letter(row, position, f"could not produce record to {topic}: {cause}"))
+                                break
+                    position += 1
+                    if errors:
+                        break
+                producer.poll(0)
+                if errors:
+                    break
+            remaining = producer.flush(60)
+        if errors:
+            raise BadRecordError(f"{len(errors)} record(s) failed delivery, first: {errors[0]}")
+        if remaining:
+            raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")
+        written = dead.write(letters, f" ({task_label()})")  # durable before the task reports success
+        return KafkaWriteCommit(records=acknowledged[0], dead_letters=written)
 
     def _check_batch(
         self, producer: Any, batch: pa.RecordBatch, first_row: int, produced: int, errors: list[str]
@@ -136,11 +223,8 @@ class KafkaRecordWriter:
             position += batch.num_rows
             for row in batch.to_pylist():
                 topic = self.default_topic or row.get("topic")  # the option overrides the column, as in Spark
-                kwargs: dict[str, Any] = {"value": row.get("value"), "key": row.get("key"), "on_delivery": delivered}
-                if row.get("partition") is not None:
-                    kwargs["partition"] = row["partition"]
-                if row.get("headers"):
-                    kwargs["headers"] = [(h["key"], h["value"]) for h in row["headers"]]
+                kwargs = _produce_kwargs(row)
+                kwargs["on_delivery"] = delivered
                 while True:
                     try:
                         producer.produce(topic, **kwargs)
@@ -158,6 +242,16 @@ class KafkaRecordWriter:
         return count
 
 
+def _produce_kwargs(row: dict[str, Any]) -> dict[str, Any]:
+    """``producer.produce`` arguments of one row (its topic apart)."""
+    kwargs: dict[str, Any] = {"value": row.get("value"), "key": row.get("key")}
+    if row.get("partition") is not None:
+        kwargs["partition"] = row["partition"]
+    if row.get("headers"):
+        kwargs["headers"] = [(h["key"], h["value"]) for h in row["headers"]]
+    return kwargs
+
+
 def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
     check_sink_options(options, KAFKA_SINK_OPTIONS, "the Kafka sink", KAFKA_PREFIX)
     config = options.with_prefix(KAFKA_PREFIX)
@@ -172,7 +266,8 @@ def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
     default_topic = options.get_str("topic")
     check_kafka_schema(schema, default_topic)
     check_brokers_reachable(config, connect_timeout(options))  # within connect_timeout, naming the brokers
-    return KafkaRecordWriter(config, default_topic)
+    dead_letters = sink_dead_letters(options, f"kafka:{default_topic or '<topic column>'}")
+    return KafkaRecordWriter(config, default_topic, dead_letters)
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
@@ -186,7 +281,8 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         return self.writer.write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records are already acknowledged by the tasks."""
+        """Records (and dead letters) are already acknowledged by the tasks; the dead-letter count is logged."""
+        log_batch(messages, batchId, self.writer.dead_letters)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Acknowledged records stay (at-least-once); the replay produces them again."""
