@@ -573,8 +573,15 @@ def server_argument_parser(prog: str, description: str, port: int, heap: str) ->
     return parser
 
 
-def run_in_foreground(server: JavaServer, banner: str, describe: Callable[[], str], echo_log: bool = False) -> int:
-    """Start ``server``, print ``describe()`` once it serves, keep it up until Ctrl-C or SIGTERM, then stop it.
+def run_in_foreground(
+    server: JavaServer,
+    banner: str,
+    describe: Callable[[], str],
+    echo_log: bool = False,
+    on_ready: Callable[[], None] | None = None,
+) -> int:
+    """Start ``server``, run ``on_ready`` and print ``describe()`` once it serves, keep it up until Ctrl-C or
+    SIGTERM, then stop it.
 
     Returns the exit status: 0 after Ctrl-C, 1 if it failed or died, 2 if the machine lacks Java or the jars,
     130 if interrupted while starting. ``echo_log`` copies the server log to stdout while it runs."""
@@ -596,6 +603,13 @@ def run_in_foreground(server: JavaServer, banner: str, describe: Callable[[], st
     except KeyboardInterrupt:
         server.stop()
         return 130
+    if on_ready is not None:
+        try:
+            on_ready()
+        except Exception as err:  # reported as the command's one-line error
+            print(f"error: {err}", file=sys.stderr)
+            server.stop()
+            return 1
     print(f"{server.NAME} ready in {server.startup_seconds:.1f}s\n{describe()}\nPress Ctrl-C to stop.", flush=True)
     log_path = server.log_path
     offset = log_path.stat().st_size if echo_log and log_path else 0

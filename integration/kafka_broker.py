@@ -339,6 +339,30 @@ def _parse_kv(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def parse_topic(spec: str) -> tuple[str, int]:
+    """``NAME`` or ``NAME:PARTITIONS`` (the ``--topic`` argument) as (name, partitions)."""
+    name, sep, count = spec.partition(":")
+    if not name.strip() or (sep and not count.strip().isdigit()) or (sep and int(count) < 1):
+        raise SystemExit(f"--topic expects NAME or NAME:PARTITIONS (a positive number), got {spec!r}")
+    return name.strip(), int(count) if sep else 1
+
+
+def create_topics(bootstrap_servers: str, topics: Sequence[tuple[str, int]], timeout: float = 30.0) -> None:
+    """Create each (name, partitions) topic on the broker; a topic that already exists is left as it is."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "logger": _quiet_librdkafka_logger()})
+    new = [NewTopic(name, partitions, 1) for name, partitions in topics]
+    futures = admin.create_topics(new, request_timeout=timeout)
+    for name, future in futures.items():
+        try:
+            future.result(timeout)
+        except KafkaException as err:
+            if err.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise RuntimeError(f"could not create topic {name!r}: {err.args[0].str()}") from err
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m integration.kafka_broker``: one broker in the foreground until Ctrl-C; the exit status."""
     description = f"Run a single-node Apache Kafka {KAFKA_VERSION} (KRaft) on 127.0.0.1 until Ctrl-C."
@@ -352,8 +376,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="extra server.properties entry (repeatable), e.g. --set num.partitions=4",
     )
+    parser.add_argument(
+        "--topic",
+        dest="topics",
+        action="append",
+        default=[],
+        metavar="NAME[:PARTITIONS]",
+        help="create this topic once the broker is up (repeatable; topics are not auto-created), e.g. --topic events:4",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="echo the broker log to stdout")
     args = parser.parse_args(argv)
+    topics = [parse_topic(spec) for spec in args.topics]
 
     if args.data_dir and not args.controller_port:
         args.controller_port = args.port + 1 if args.port else 0
@@ -375,7 +408,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     banner = f"Starting Apache Kafka {KAFKA_VERSION} (KRaft, single node) ..."
-    return run_in_foreground(broker, banner, describe, echo_log=args.verbose)
+    def on_ready() -> None:
+        if topics:
+            create_topics(broker.bootstrap_servers, topics)
+
+    def describe_with_topics() -> str:
+        made = "".join(f"\n  topic             = {name} ({count} partitions)" for name, count in topics)
+        return describe() + made
+
+    return run_in_foreground(broker, banner, describe_with_topics, echo_log=args.verbose, on_ready=on_ready)
 
 
 if __name__ == "__main__":

@@ -251,3 +251,20 @@ def test_retention_deletes_old_segments(kafka_bootstrap: str, kafka_topic_name: 
             assert time.monotonic() < deadline, f"retention never deleted: low={low} high={high}"
     finally:
         consumer.close()
+
+
+def test_topic_argument_creates_topics_once(kafka_bootstrap: str) -> None:
+    """``python -m integration.kafka_broker --topic events:4`` creates its topics (the broker does not auto-create
+    them); creating an existing topic again leaves it alone, and a malformed spec names the argument."""
+    from integration.kafka_broker import create_topics, parse_topic
+
+    name = f"cli-topic-{uuid.uuid4().hex[:8]}"
+    assert parse_topic(f"{name}:4") == (name, 4)
+    assert parse_topic(name) == (name, 1)
+    for bad in ("events:", "events:0", ":3", "events:x"):
+        with pytest.raises(SystemExit, match="--topic expects NAME or NAME:PARTITIONS"):
+            parse_topic(bad)
+    create_topics(kafka_bootstrap, [parse_topic(f"{name}:4")])
+    create_topics(kafka_bootstrap, [(name, 2)])  # exists already: untouched, no error
+    metadata = AdminClient({"bootstrap.servers": kafka_bootstrap}).list_topics(name, timeout=30)
+    assert len(metadata.topics[name].partitions) == 4
