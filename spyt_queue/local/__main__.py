@@ -1,4 +1,5 @@
-"""``python -m spyt_queue.local --host 127.0.0.1 --port 0 --data-dir DIR [--cluster-name local]``."""
+"""``python -m spyt_queue.local --host 127.0.0.1 --port 0 --data-dir DIR [--cluster-name local]
+[--max-rows-per-transaction N]``."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_CLUSTER_NAME,
         help="cluster name written as queue_cluster into consumer and producer rows",
     )
+    parser.add_argument(
+        "--max-rows-per-transaction",
+        type=int,
+        default=None,
+        help="rows one tablet transaction may write into one tablet (YT's max_rows_per_transaction, default 100000)",
+    )
     parser.add_argument("--log-level", default="WARNING")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -32,7 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     def ready(address: str) -> None:
         print(f"{READY_PREFIX}{address} data_dir={args.data_dir}", flush=True)
 
-    serve(args.host, args.port, args.data_dir, on_ready=ready, cluster_name=args.cluster_name)
+    serve(
+        args.host,
+        args.port,
+        args.data_dir,
+        on_ready=ready,
+        cluster_name=args.cluster_name,
+        max_rows_per_transaction=args.max_rows_per_transaction,
+    )
     return 0
 
 

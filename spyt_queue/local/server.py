@@ -25,15 +25,18 @@ def serve(
     data_dir: str | Path,
     on_ready: Callable[[str], None] | None = None,
     cluster_name: str = DEFAULT_CLUSTER_NAME,
+    max_rows_per_transaction: int | None = None,
 ) -> None:
     """Serve the YTsaurus HTTP API v4 on ``host:port`` from ``data_dir`` until SIGINT/SIGTERM.
 
     ``port=0`` picks a free port; ``on_ready`` receives the proxy address (``host:port``) once listening.
+    ``max_rows_per_transaction`` caps the rows one tablet transaction writes into one tablet (default 100,000).
     """
     from spyt_queue.local.http import LocalYtHttpServer
     from spyt_queue.local.state import State
 
-    state = State(data_dir, cluster_name=cluster_name)
+    limits = {} if max_rows_per_transaction is None else {"max_rows_per_transaction": max_rows_per_transaction}
+    state = State(data_dir, cluster_name=cluster_name, **limits)
     httpd = LocalYtHttpServer((host, port), state)
     address = f"{host}:{httpd.server_address[1]}"
     stop = threading.Event()

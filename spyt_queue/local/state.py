@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import random
 import threading
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import yt.yson as yson
 
 from spyt_queue.local import ids, ordered, sorted_tables
 from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value
-from spyt_queue.local.errors import INVALID_TABLET_STATE, TABLET_NOT_MOUNTED, YtError
+from spyt_queue.local.errors import INVALID_TABLET_STATE, TABLET_NOT_MOUNTED, TOO_MANY_ROWS_IN_TRANSACTION, YtError
 from spyt_queue.local.schema import (
     CONSUMER_SCHEMA,
     PRODUCER_SCHEMA,
@@ -21,7 +22,13 @@ from spyt_queue.local.schema import (
     TableSchema,
 )
 from spyt_queue.local.storage import Storage
-from spyt_queue.local.transactions import SortedWrite, Transaction, TransactionManager
+from spyt_queue.local.transactions import (
+    DEFAULT_MAX_ROWS_PER_TRANSACTION,
+    MAX_ROWS_PER_TRANSACTION_HARD_LIMIT,
+    SortedWrite,
+    Transaction,
+    TransactionManager,
+)
 from spyt_queue.local.ypath import RichPath, split_path
 
 DEFAULT_CLUSTER_NAME = "local"
@@ -42,8 +49,19 @@ class Registration:
 class State:
     """Everything the commands act on; every mutation commits one SQLite transaction under :attr:`lock`."""
 
-    def __init__(self, data_dir: str | Path, cluster_name: str = DEFAULT_CLUSTER_NAME) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        cluster_name: str = DEFAULT_CLUSTER_NAME,
+        max_rows_per_transaction: int = DEFAULT_MAX_ROWS_PER_TRANSACTION,
+    ) -> None:
+        if not 0 < max_rows_per_transaction <= MAX_ROWS_PER_TRANSACTION_HARD_LIMIT:
+            raise ValueError(
+                f"max_rows_per_transaction must be in [1, {MAX_ROWS_PER_TRANSACTION_HARD_LIMIT}], "
+                f"got {max_rows_per_transaction}"
+            )
         self.cluster_name = cluster_name
+        self.max_rows_per_transaction = max_rows_per_transaction
         self.storage = Storage(data_dir)
         self.lock = threading.RLock()
         self.timestamps = ids.TimestampGenerator(self.storage.get_meta("last_timestamp"))
@@ -650,11 +668,38 @@ class State:
                 target.pop(key, None)
                 target[key] = SortedWrite(key, dict(row), update)
 
+    def check_row_limit(self, tx: Transaction) -> None:
+        """Error 1717 when ``tx`` writes more than :attr:`max_rows_per_transaction` rows into one tablet, as the
+        native client checks when it prepares a commit: nothing of the transaction is applied."""
+        counts = dict(tx.ordered_row_counts())
+        for table_id, writes in tx.sorted_writes.items():
+            node = self.cypress.by_id.get(table_id)
+            table = node.table if node is not None else None
+            pivots = _encoded_pivots(table.pivot_keys) if table is not None and len(table.tablets) > 1 else []
+            for key in writes:
+                index = bisect.bisect_right(pivots, key) - 1 if pivots else 0
+                counts[(table_id, max(index, 0))] = counts.get((table_id, max(index, 0)), 0) + 1
+        for (table_id, index), count in counts.items():
+            if count > self.max_rows_per_transaction:
+                path = tx.table_paths.get(table_id, f"#{table_id}")
+                raise YtError(
+                    "Transaction affects too many rows in tablet",
+                    code=TOO_MANY_ROWS_IN_TRANSACTION,
+                    attributes={
+                        "limit": self.max_rows_per_transaction,
+                        "row_count": count,
+                        "table_path": path,
+                        "tablet_index": index,
+                        "transaction_id": tx.id,
+                    },
+                )
+
     def commit(self, tx: Transaction) -> int:
         """Apply a tablet transaction atomically; returns the commit timestamp."""
         with self.lock:
             if not tx.has_writes():
                 return self.timestamps.generate()
+            self.check_row_limit(tx)
             saved: list[tuple[Tablet, tuple[int, int, int, int, Any]]] = []
             try:
                 with self.storage.transaction() as conn:
@@ -750,6 +795,16 @@ class State:
         for key_row in keys:
             key = sorted_tables.key_of(table.schema, key_row)
             yield sorted_tables.lookup(self.storage, node.id, key, ts)
+
+
+def _encoded_pivots(pivot_keys: list[Any]) -> list[bytes]:
+    """Pivot keys of a sorted table's tablets in the stored key encoding (empty when they can not be encoded)."""
+    from spyt_queue.local.schema import encode_key
+
+    try:
+        return [encode_key(list(pivot or [])) for pivot in pivot_keys]
+    except Exception:  # a pivot of a type the encoding does not know: count the table as one tablet
+        return []
 
 
 def normalize_path(path: str) -> str:

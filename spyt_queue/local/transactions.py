@@ -18,6 +18,11 @@ from spyt_queue.local import ids
 from spyt_queue.local.errors import YtError, no_such_transaction
 
 DEFAULT_TIMEOUT_MS = 15000
+#: Rows one tablet transaction may write into one tablet: the native client's ``max_rows_per_transaction``
+#: (connection config, default 100,000, at most 2,000,000), checked per tablet at commit ("Transaction affects too
+#: many rows in tablet"), for explicit and implicit (single-request) transactions alike.
+DEFAULT_MAX_ROWS_PER_TRANSACTION = 100_000
+MAX_ROWS_PER_TRANSACTION_HARD_LIMIT = 2_000_000
 
 
 @dataclass
@@ -54,6 +59,14 @@ class Transaction:
     def has_writes(self) -> bool:
         """Whether commit has anything to apply."""
         return bool(self.ordered_writes or self.sorted_writes)
+
+    def ordered_row_counts(self) -> dict[tuple[str, int], int]:
+        """Rows buffered per (ordered table id, tablet index)."""
+        return {
+            (table_id, index): len(rows)
+            for table_id, per_tablet in self.ordered_writes.items()
+            for index, rows in per_tablet.items()
+        }
 
 
 class TransactionManager:
