@@ -32,9 +32,8 @@ KAFKA_SINK_OPTIONS = ("topic", CONNECT_TIMEOUT_OPTION)
 #: dead-letter target the record goes there; any other delivery error fails the task.
 RECORD_ERRORS = {
     KafkaError.MSG_SIZE_TOO_LARGE,
-    KafkaError._MSG_SIZE_TOO_LARGE,
     KafkaError.INVALID_RECORD,
-    KafkaError.CORRUPT_MESSAGE,
+    KafkaError.INVALID_MSG_SIZE,
     KafkaError.INVALID_MSG,
     KafkaError._UNKNOWN_PARTITION,
     KafkaError._INVALID_ARG,
