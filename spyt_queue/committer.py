@@ -94,7 +94,8 @@ class Committer:
             except ConsumerConflictError:
                 current = self.store.committed()
                 if all(current.get(key) == value for key, value in new.items()):
-                    log.info("advance to %s had already been applied (lost response)", new)
+                    # A lost response, or the sink's transaction (transactional=true) moved it with the batch.
+                    log.info("the committed position is already %s (advanced with the sink's commit)", new)
                     break
                 raise
             except Exception as error:

@@ -13,11 +13,23 @@ from pyspark.sql.types import StructType
 
 from spyt_queue.connect import check_sink_options
 from spyt_queue.deadletter import log_batch, sink_dead_letters
-from spyt_queue.errors import OptionError, SpytQueueError
+from spyt_queue.errors import CommitError, OptionError, SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
+from spyt_queue.yt.transactional import (
+    TRANSACTIONAL_OPTIONS,
+    BatchTransaction,
+    TransactionalSettings,
+    attach,
+    commit_batch,
+    ping,
+    refuse_retried_attempt,
+    transactional_connection,
+    transactional_settings,
+)
+from spyt_queue.yt.transactional import abort as abort_transaction
 
 log = logging.getLogger("spyt_queue.write")
 
@@ -31,6 +43,7 @@ YT_SINK_OPTIONS = (
     "producer_path",
     "producer_session_prefix",
     "producer_allow_gaps",
+    *TRANSACTIONAL_OPTIONS,
 )
 QUERY_ID_PROPERTY = "sql.streaming.queryId"  # local property Spark sets on every task of a streaming query
 
@@ -44,6 +57,7 @@ class YtWriteCommit(WriterCommitMessage):
     requests: int
     tablets: dict[int, tuple[int, int]] = field(default_factory=dict)
     dead_letters: int = 0
+    transaction_id: str | None = None  # transactional=true: the batch's tablet transaction the rows went into
 
 
 def check_one_task_per_source_tablet(messages: list[WriterCommitMessage | None]) -> list[int]:
@@ -180,25 +194,68 @@ def describe_abort(writer: YtTableWriter, messages: list[WriterCommitMessage | N
 
 
 class YtStreamWriter(DataSourceStreamArrowWriter):
-    """Each micro-batch's tasks write their rows; every ``insert_rows`` is durable when it returns."""
+    """Each micro-batch's tasks write their rows; every ``insert_rows`` is durable when it returns.
 
-    def __init__(self, writer: YtTableWriter) -> None:
+    With ``transactional=true`` (:mod:`spyt_queue.yt.transactional`) the tasks insert under the batch's tablet
+    transaction instead, and :meth:`commit` advances the source consumer in it and commits: all or nothing."""
+
+    def __init__(self, writer: YtTableWriter, transactional: TransactionalSettings | None = None) -> None:
         self.writer = writer
+        self.transactional = transactional
+        # Started when Spark pickles this writer for the executors (once per micro-batch, on the driver).
+        self.transaction = BatchTransaction(writer.connection, transactional.timeout_ms) if transactional else None
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> YtWriteCommit:  # type: ignore[override]
         """Write one task's rows (on an executor)."""
-        return _commit(self.writer, iterator)
+        if self.transaction is None:
+            return _commit(self.writer, iterator)
+        tx = self.transaction.id
+        if tx is None:
+            raise CommitError("transactional=true: this task got no micro-batch transaction from the driver")
+        refuse_retried_attempt()
+        ping(self.writer.connection, tx)  # a transaction gone already fails the task before it writes anything
+        self.writer.connection = attach(self.writer.connection, tx)
+        message = _commit(self.writer, iterator)
+        message.transaction_id = tx
+        return message
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """All rows are already written by the tasks (producer pushes were checked by each task before pushing);
-        source tablets split across tasks are reported."""
+        source tablets split across tasks are reported. Transactional: advance the consumer in the batch's
+        transaction and commit it (a replay of a batch that had committed aborts its transaction instead)."""
         check_one_task_per_source_tablet(messages)
         log_batch(messages, batchId, self.writer.dead_letters)
+        if self.transactional is None:
+            return
+        ids = sorted({m.transaction_id for m in messages if isinstance(m, YtWriteCommit) and m.transaction_id})
+        if len(ids) > 1:
+            for tx in ids:
+                abort_transaction(self.writer.connection, tx)
+            raise _one_line(
+                CommitError(f"micro-batch {batchId}: its tasks wrote into {len(ids)} transactions {ids}; all aborted")
+            )
+        try:
+            commit_batch(self.writer.connection, self.transactional, batchId, ids[0] if ids else None)
+        except SpytQueueError as error:
+            raise _one_line(error) from None
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Rows of successful tasks stay and the batch is not committed; the replay appends them again, upserts
-        them again or skips them (producer sessions). Logged with the counts."""
+        them again or skips them (producer sessions). Logged with the counts. Transactional: the batch's
+        transaction is aborted, nothing of the batch stays."""
+        if self.transactional is not None:
+            ids = {m.transaction_id for m in messages if isinstance(m, YtWriteCommit) and m.transaction_id}
+            for tx in sorted(ids):
+                abort_transaction(self.writer.connection, tx)
+            log.warning("micro-batch %s failed: its transaction was aborted, nothing of it was written", batchId)
+            return
         log.warning("micro-batch %s failed: %s", batchId, describe_abort(self.writer, messages))
+
+
+def _one_line(error: SpytQueueError) -> SpytQueueError:
+    from spyt_queue.spark.source import one_line
+
+    return one_line(error)
 
 
 class YtBatchWriter(DataSourceArrowWriter):
@@ -220,11 +277,23 @@ def yt_stream_writer(options: Options, schema: StructType, overwrite: bool = Fal
     """The streaming sink, validated against the target table; only append/update output modes."""
     if overwrite:
         raise OptionError("outputMode", "ytqueue appends or upserts each micro-batch; use outputMode append or update")
-    return YtStreamWriter(table_writer_from_options(options, schema))
+    check_sink_options(options, YT_SINK_OPTIONS, "the YTsaurus table sink", YT_CONFIG_PREFIX)
+    settings = transactional_settings(options)
+    if settings is not None and "producer_path" in options:
+        raise OptionError(
+            "transactional", "can not be combined with producer_path: choose one exactly-once mode of the sink"
+        )
+    writer = table_writer_from_options(options, schema)
+    if settings is not None:
+        writer.connection = transactional_connection(writer.connection)
+    return YtStreamWriter(writer, settings)
 
 
 def yt_batch_writer(options: Options, schema: StructType, overwrite: bool) -> YtBatchWriter:
     """The batch sink; ``overwrite`` is refused (dynamic tables are appended to or upserted into)."""
     if overwrite:
         raise OptionError("mode", "ytqueue appends or upserts; use mode('append')")
+    if options.get_bool("transactional", False):
+        raise OptionError("transactional", "only streaming writes (writeStream) commit with a source consumer")
+    transactional_settings(options)  # refuses consumer_path / transaction_timeout without transactional=true
     return YtBatchWriter(table_writer_from_options(options, schema))

@@ -142,7 +142,13 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     "progress: run the query again to commit it."
                 )
             return start  # nothing new: keep the offset, so Spark plans no batch
-        baseline = {k: v for k, v in current.baseline.items() if plan.end.get(k, v) < v}
+        # The end of batch 0 keeps the whole baseline (the transactional sink reads it there to refuse a query that
+        # started below its consumer); later ends keep the entries the query has not reached yet.
+        baseline = (
+            dict(current.baseline)
+            if current.initial
+            else {k: v for k, v in current.baseline.items() if plan.end.get(k, v) < v}
+        )
         batch_start = dict(current.positions) if current.initial else None
         return StreamOffset(self.backend.source_id, plan.end, batch_start=batch_start, baseline=baseline).to_json()
 

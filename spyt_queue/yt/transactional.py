@@ -1,0 +1,437 @@
+"""Transactional exactly-once for ``ytqueue`` -> ``ytqueue`` pipelines (the sink option ``transactional=true``).
+
+The rows a micro-batch writes and the source consumer's advance commit in **one** YTsaurus tablet transaction:
+
+1. The transaction is started on the driver when Spark ships the batch's writer to the executors (the writer is
+   built anew for every micro-batch in a driver-side Python worker and pickled; :class:`BatchTransaction` starts its
+   transaction when it is first pickled, so the separate worker that later runs ``commit`` starts none).
+2. Every task inserts its rows under that transaction (:class:`AttachedConnection`) and returns its id in its
+   commit message. Nothing is visible until the commit.
+3. ``commit(messages, batchId)`` (another driver-side worker, which shares no memory with the source) learns the
+   batch's source range from Spark's own offsets log, ``<checkpointLocation>/offsets/<batchId>``: it is written
+   before the batch runs and holds the source's :class:`~spyt_queue.offsets.StreamOffset` (for batch 0 with its
+   journaled ``batch_start``). It then advances the consumer per tablet with ``advance_consumer(old_offset=...)``
+   inside the same transaction and commits: rows and advance become visible together, or neither does.
+
+A replay of a batch whose transaction had committed (the driver died before Spark logged the batch as done) finds
+the consumer already at the batch's end: its transaction is aborted, nothing is written twice. A consumer moved by
+someone else makes the compare-and-set fail (3100, or a row-lock conflict 1700 at commit): the transaction is
+aborted, nothing is written, and the query stops with :class:`~spyt_queue.errors.ConsumerConflictError`.
+
+Limits: the checkpoint must be on a filesystem the driver's Python can read (a local or mounted path, ``file:``);
+the source must be one ``ytqueue`` YT queue read through the consumer given here; all of the batch is one
+transaction, bounded by YT's ``max_rows_per_transaction`` rows per tablet (100,000 by default, error 1717) and by
+the transaction timeout (``transaction_timeout``); a failed task can not be retried inside the transaction (its
+attempt may have inserted rows already), so it fails the batch, whose transaction is aborted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from yt.wrapper import YtClient
+from yt.wrapper.config import set_command_param
+from yt.wrapper.errors import YtResponseError
+
+from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
+from spyt_queue.offsets import StreamOffset, sorted_partitions
+from spyt_queue.options import Options
+from spyt_queue.yt.backend import has_code
+from spyt_queue.yt.client import YtConnection, make_yt_client
+from spyt_queue.yt.options import plain_cypress_path
+
+log = logging.getLogger("spyt_queue.transactional")
+
+#: Sink options of the transactional mode.
+TRANSACTIONAL_OPTIONS = ("transactional", "consumer_path", "transaction_timeout")
+DEFAULT_TRANSACTION_TIMEOUT_S = 120
+CONSUMER_OFFSET_CONFLICT = 3100
+ROW_LOCK_CONFLICT = 1700
+TOO_MANY_ROWS_IN_TRANSACTION = 1717
+NO_SUCH_TRANSACTION = 11000
+_SIZE_HINT = (
+    "the whole micro-batch is one tablet transaction, and YTsaurus refuses more than max_rows_per_transaction rows "
+    "(100,000 by default) per tablet of the target: lower max_rows_per_partition/maxOffsetsPerTrigger on the source "
+    "or give the target more tablets"
+)
+
+
+@dataclass(frozen=True)
+class TransactionalSettings:
+    """What the transactional sink needs besides the table writer."""
+
+    consumer_path: str
+    checkpoint: Path
+    timeout_ms: int
+
+
+def transactional_settings(options: Options) -> TransactionalSettings | None:
+    """The transactional mode's settings, ``None`` when ``transactional`` is off (the default).
+
+    Raises :class:`OptionError` for a ``consumer_path`` without ``transactional=true``, a missing ``consumer_path``,
+    or a ``checkpointLocation`` the driver's Python can not read."""
+    enabled = options.get_bool("transactional", False)
+    consumer = options.get_str("consumer_path")
+    if not enabled:
+        for name in ("consumer_path", "transaction_timeout"):
+            if name in options:
+                raise OptionError(
+                    name,
+                    "a writer takes it only with transactional=true (a consumer_path to read from belongs on "
+                    "spark.readStream)",
+                )
+        return None
+    if not consumer:
+        raise OptionError(
+            "consumer_path",
+            "transactional=true advances the source's consumer in the batch's transaction: give the same "
+            "consumer_path as on spark.readStream",
+        )
+    location = options.get_str("checkpointLocation")
+    if not location:
+        raise OptionError(
+            "checkpointLocation",
+            "transactional=true reads each batch's source range from the query's offsets log: set "
+            ".option('checkpointLocation', '/path') on writeStream (on a filesystem the driver's Python can read)",
+        )
+    timeout = options.get_int("transaction_timeout", DEFAULT_TRANSACTION_TIMEOUT_S) or DEFAULT_TRANSACTION_TIMEOUT_S
+    return TransactionalSettings(
+        plain_cypress_path("consumer_path", consumer), checkpoint_directory(location), timeout * 1000
+    )
+
+
+def checkpoint_directory(location: str) -> Path:
+    """``checkpointLocation`` as a local path: plain paths and ``file:`` URIs; other filesystems are refused."""
+    parsed = urllib.parse.urlparse(location)
+    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and location[1:3] in (":\\", ":/")):
+        path = urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else location
+        return Path(os.path.abspath(path))
+    raise OptionError(
+        "checkpointLocation",
+        f"transactional=true reads Spark's offsets log with the driver's Python, which can not open {location!r}: "
+        "use a checkpoint on a local or mounted filesystem (a plain path or file:/...)",
+    )
+
+
+def transactional_connection(connection: YtConnection) -> YtConnection:
+    """``connection`` with proxy discovery off unless set explicitly: a tablet transaction started over HTTP lives
+    in one proxy process (it is sticky), so the executors' inserts must reach the proxy given, not another one."""
+    config = json.loads(json.dumps(connection.config))
+    config.setdefault("proxy", {}).setdefault("enable_proxy_discovery", False)
+    return YtConnection(connection.proxy, connection.token, config)
+
+
+# -- the transaction ------------------------------------------------------------------------------------------
+
+
+def start_transaction(connection: YtConnection, timeout_ms: int) -> str:
+    """Start a sticky tablet transaction; its id."""
+    client = connection.client()
+    try:
+        return str(client.start_transaction(type="tablet", sticky=True, timeout=timeout_ms))
+    except Exception as error:
+        raise CommitError(
+            f"Could not start the micro-batch's tablet transaction on {connection.proxy}: {error}"
+        ) from error
+
+
+class BatchTransaction:
+    """The tablet transaction of one micro-batch, started on the driver when the writer is shipped to executors.
+
+    Spark builds the stream writer for each micro-batch in a driver-side Python worker and pickles it to the
+    executors; the worker that runs ``commit`` builds another writer and never pickles it. Starting the transaction
+    in :meth:`__getstate__` therefore starts exactly one per batch, before any task runs."""
+
+    def __init__(self, connection: YtConnection, timeout_ms: int) -> None:
+        self.connection = connection
+        self.timeout_ms = timeout_ms
+        self.id: str | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            if self.id is None:
+                self.id = start_transaction(self.connection, self.timeout_ms)
+                log.info("started tablet transaction %s for a micro-batch", self.id)
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+_ATTACHED: dict[tuple[Any, ...], YtClient] = {}
+_ATTACHED_LOCK = threading.Lock()
+
+
+@dataclass
+class AttachedConnection(YtConnection):
+    """A connection whose clients send every command inside the tablet transaction ``transaction_id``.
+
+    One client per process and transaction (only the latest transaction's is kept): tasks of one batch running in
+    one Python worker share it; a task runs in one thread."""
+
+    transaction_id: str = ""
+
+    def client(self) -> YtClient:
+        """The client bound to the transaction."""
+        key = (self.proxy, self.token, repr(sorted(self.config.items())), self.transaction_id)
+        with _ATTACHED_LOCK:
+            client = _ATTACHED.get(key)
+            if client is None:
+                _ATTACHED.clear()
+                client = make_yt_client(self.proxy, self.token, dict(self.config))
+                set_command_param("transaction_id", self.transaction_id, client)
+                set_command_param("ping_ancestor_transactions", False, client)
+                _ATTACHED[key] = client
+            return client
+
+    def thread_client(self) -> YtClient:
+        """The same client (it is bound to one transaction; its tasks run one at a time)."""
+        return self.client()
+
+
+def attach(connection: YtConnection, transaction_id: str) -> AttachedConnection:
+    """``connection`` inside ``transaction_id``."""
+    return AttachedConnection(connection.proxy, connection.token, dict(connection.config), transaction_id)
+
+
+def ping(connection: YtConnection, transaction_id: str) -> None:
+    """Renew the transaction's lease; a clear error when it is gone (expired, aborted, or the server restarted)."""
+    try:
+        connection.client().ping_transaction(transaction_id)
+    except YtResponseError as error:
+        if has_code(error, NO_SUCH_TRANSACTION):
+            raise CommitError(
+                f"The micro-batch's tablet transaction {transaction_id} is gone (expired after transaction_timeout, "
+                "aborted, or the server restarted): nothing of this batch is written; the batch fails and a restart "
+                "replays it"
+            ) from error
+        raise
+
+
+def abort(connection: YtConnection, transaction_id: str) -> None:
+    """Abort, ignoring a transaction that is already gone."""
+    try:
+        connection.client().abort_transaction(transaction_id)
+    except YtResponseError as error:
+        if not has_code(error, NO_SUCH_TRANSACTION):
+            log.warning("could not abort tablet transaction %s: %s", transaction_id, error)
+
+
+def refuse_retried_attempt() -> None:
+    """Fail a retried task: its failed attempt may have inserted rows into the batch's transaction already, and a
+    tablet transaction can not take back some of its rows. The batch fails, its transaction is aborted."""
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+    except Exception:  # pragma: no cover - pyspark is always importable where this runs
+        context = None
+    if context is not None and context.attemptNumber() > 0:
+        raise CommitError(
+            f"Task {context.partitionId()} of a transactional micro-batch is a retry (attempt "
+            f"{context.attemptNumber()}): the failed attempt may have inserted rows into the batch's transaction, "
+            "so the batch fails instead (nothing of it is committed; restart the query to replay it)"
+        )
+
+
+# -- the batch's source range from Spark's offsets log --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchRange:
+    """The source rows of one micro-batch: ``[start, end)`` per tablet of one YT queue."""
+
+    batch_id: int
+    source: str
+    queue_path: str
+    start: dict[str, int]
+    end: dict[str, int]
+    first_batch: bool
+    baseline: dict[str, int]
+
+
+def _source_offsets(checkpoint: Path, batch_id: int) -> StreamOffset:
+    """The one ``ytqueue`` YT source's offset in ``offsets/<batch_id>`` (a line per source after the header)."""
+    path = checkpoint / "offsets" / str(batch_id)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise SpytQueueError(
+            f"transactional=true: can not read Spark's offsets log {path} ({error.strerror or error}): the "
+            "checkpointLocation must be on a filesystem the driver's Python can read"
+        ) from error
+    found: list[StreamOffset] = []
+    for line in lines[2:]:
+        line = line.strip()
+        if not line or line == "-":
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(data, dict) and "partitions" in data and str(data.get("source", "")).startswith("yt:/"):
+            found.append(StreamOffset.from_json(data))
+    if len(found) != 1:
+        what = "no ytqueue YTsaurus queue source" if not found else f"{len(found)} ytqueue YTsaurus queue sources"
+        raise SpytQueueError(
+            f"transactional=true needs a query reading exactly one YTsaurus queue with format('ytqueue') (its "
+            f"consumer's advance joins the batch's transaction); {path} holds {what}"
+        )
+    return found[0]
+
+
+def batch_range(checkpoint: Path, batch_id: int) -> BatchRange:
+    """Where batch ``batch_id`` starts and ends, from the offsets log (batch 0: its journaled ``batch_start``)."""
+    end = _source_offsets(checkpoint, batch_id)
+    if end.batch_start is not None:
+        start, first = dict(end.batch_start), True
+    elif batch_id > 0:
+        start, first = dict(_source_offsets(checkpoint, batch_id - 1).positions), False
+    else:
+        raise SpytQueueError(
+            f"transactional=true: batch 0 in {checkpoint / 'offsets' / '0'} does not carry its start (written by an "
+            "older spyt-queue); start the query with a new checkpointLocation"
+        )
+    queue = end.source[len("yt:") :].partition("#")[0]
+    return BatchRange(batch_id, end.source, queue, start, dict(end.positions), first, dict(end.baseline))
+
+
+# -- the commit -----------------------------------------------------------------------------------------------
+
+
+def expected_positions(batch: BatchRange, current: Mapping[str, int | None], consumer: str) -> dict[str, int | None]:
+    """The consumer positions the batch's compare-and-set starts from (``None``: no row yet).
+
+    Each tablet must be at the batch's start; the first batch of a query also accepts a position behind its start
+    (``startingOffsets=latest``/JSON, trimmed rows) or none, and a tablet new in this batch any position behind its
+    end. Anything else was moved by someone else: :class:`ConsumerConflictError`. A query that started *below* its
+    consumer (``startingOffsets=earliest`` under a consumer that is ahead) is refused: its first batch could end
+    exactly where the consumer was, and a replay could then not tell whether the batch had committed."""
+    if batch.baseline:
+        key = sorted_partitions(batch.baseline)[0]
+        raise SpytQueueError(
+            f"transactional=true: the query started below consumer {consumer} (tablet {key} committed at "
+            f"{batch.baseline[key]}, the query started at {batch.start.get(key)}): the transactional mode resumes from "
+            "the consumer; use startingOffsets=consumer (the default) or a new consumer"
+        )
+    old: dict[str, int | None] = {}
+    for key in sorted_partitions(batch.end):
+        value = current.get(key)
+        start = batch.start.get(key)
+        if value == start or value is None:
+            old[key] = value
+        elif start is None and value < batch.end[key]:
+            old[key] = value
+        elif batch.first_batch and start is not None and value < start:
+            old[key] = value
+        else:
+            raise ConsumerConflictError(
+                f"Consumer {consumer} holds {value} for tablet {key} of {batch.queue_path}, but micro-batch "
+                f"{batch.batch_id} starts at {start}: another query (or tool) advanced it. Nothing of the batch was "
+                "written; use a separate consumer per query"
+            )
+    return old
+
+
+def commit_batch(
+    connection: YtConnection, settings: TransactionalSettings, batch_id: int, transaction_id: str | None
+) -> bool:
+    """Advance the consumer over batch ``batch_id`` inside ``transaction_id`` (where the tasks inserted its rows) and
+    commit; return ``False`` when the batch had already committed (a replay: its transaction is aborted).
+
+    ``transaction_id`` is ``None`` when the batch had no task: a transaction is started for the advance alone."""
+    from spyt_queue.stores.yt_consumer import YtConsumerStore
+
+    batch = batch_range(settings.checkpoint, batch_id)
+    store = YtConsumerStore(connection, batch.queue_path, settings.consumer_path)
+    tx = transaction_id or start_transaction(connection, settings.timeout_ms)
+    try:
+        current = store.committed()
+        if batch.end and all(current.get(key) == value for key, value in batch.end.items()):
+            abort(connection, tx)
+            log.info(
+                "micro-batch %s had already committed (consumer %s at %s): its replay writes nothing",
+                batch_id,
+                settings.consumer_path,
+                batch.end,
+            )
+            return False
+        old = expected_positions(batch, current, settings.consumer_path)
+        client = attach(connection, tx).client()
+        for key, value in batch.end.items():
+            previous = old.get(key)
+            client.advance_consumer(
+                settings.consumer_path,
+                batch.queue_path,
+                partition_index=int(key),
+                old_offset=0 if previous is None else int(previous),
+                new_offset=int(value),
+            )
+        connection.client().commit_transaction(tx)
+    except YtResponseError as error:
+        abort(connection, tx)
+        raise _commit_error(error, batch, store, settings, tx) from error
+    except BaseException:
+        abort(connection, tx)
+        raise
+    log.info(
+        "micro-batch %s committed with consumer %s at %s (transaction %s)",
+        batch_id,
+        settings.consumer_path,
+        batch.end,
+        tx,
+    )
+    return True
+
+
+def _commit_error(
+    error: YtResponseError, batch: BatchRange, store: Any, settings: TransactionalSettings, tx: str
+) -> SpytQueueError | YtResponseError:
+    """A one-line error for a failed advance or commit (the transaction is already aborted)."""
+    if has_code(error, CONSUMER_OFFSET_CONFLICT) or has_code(error, ROW_LOCK_CONFLICT):
+        try:
+            now = store.committed()
+        except Exception:  # the conflict itself is the message
+            now = {}
+        return ConsumerConflictError(
+            f"Consumer {settings.consumer_path} was advanced by someone else while micro-batch {batch.batch_id} ran "
+            f"(it holds {dict(now) or 'unknown'}, the batch covers {batch.start} -> {batch.end}): its transaction "
+            "was aborted and nothing of the batch was written; use a separate consumer per query"
+        )
+    if has_code(error, TOO_MANY_ROWS_IN_TRANSACTION):
+        limit = _attribute(error, "limit")
+        return CommitError(
+            f"Micro-batch {batch.batch_id} is too large for one tablet transaction (YT error 1717, limit "
+            f"{limit} rows per tablet): nothing of it was written; {_SIZE_HINT}"
+        )
+    if has_code(error, NO_SUCH_TRANSACTION):
+        return CommitError(
+            f"The tablet transaction {tx} of micro-batch {batch.batch_id} is gone before its commit (it expired "
+            f"after transaction_timeout={settings.timeout_ms // 1000} s, or the server restarted): nothing of the "
+            "batch was written; a restart replays it (raise transaction_timeout or make batches smaller)"
+        )
+    return error
+
+
+def _attribute(error: YtResponseError, name: str) -> Any:
+    stack: list[Any] = [error.error]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            attributes = node.get("attributes") or {}
+            if name in attributes:
+                return attributes[name]
+            stack.extend(node.get("inner_errors") or [])
+    return "?"
