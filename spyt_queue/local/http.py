@@ -58,6 +58,9 @@ class Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "ytqueue-local"
+    # Headers and body go out in separate writes: with Nagle's algorithm the body would wait for the client's
+    # delayed ACK of the headers (~40 ms per response on Linux loopback).
+    disable_nagle_algorithm = True
     server: LocalYtHttpServer
 
     def log_message(self, format: str, *args: Any) -> None:
