@@ -1,0 +1,285 @@
+"""Dead-letter targets (``deadLetter.path`` / ``deadLetter.topic``), as a user sees them in Spark queries.
+
+For each source and sink covered: without the option a bad row stops the query naming partition, offset and reason
+(and the committed offsets stay); with it the good rows arrive, the bad row is in the dead-letter target with its
+coordinates, the error and the raw payload, and the offsets advance past it. A dead-letter target that can not be
+written fails the batch: nothing is committed (dead letters are durable before a batch commits).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yt.yson as yson
+from confluent_kafka import Consumer, TopicPartition
+
+from spyt_queue.yt.admin import column, create_consumer, create_queue
+from tests.kafka.helpers import Topic
+from tests.user_errors import query_failure
+
+pytestmark = pytest.mark.spark
+
+SOURCE = "__spyt_streaming_src_tablet_index", "__spyt_streaming_src_row_index"
+
+
+def _queue(yt: Any, root: str, columns: list[dict[str, Any]], rows: list[dict[str, Any]]) -> tuple[str, str]:
+    """A one-tablet queue holding ``rows`` and a registered consumer."""
+    queue, consumer = f"{root}/queue", f"{root}/consumer"
+    create_queue(yt, queue, columns)
+    create_consumer(yt, consumer, queue)
+    yt.insert_rows(queue, rows)
+    return queue, consumer
+
+
+def _offsets(yt: Any, queue: str, consumer: str) -> dict[int, int]:
+    rows = yt.select_rows(f'* from [{consumer}] where queue_path = "{queue}"')
+    return {int(r["partition_index"]): int(r["offset"]) for r in rows}
+
+
+def _read(spark: Any, proxy: str, queue: str, consumer: str, **options: Any) -> Any:
+    reader = (
+        spark.readStream.format("ytqueue")
+        .option("proxy", proxy)
+        .option("consumer_path", consumer)
+        .option("include_service_columns", "true")
+    )
+    for key, value in options.items():
+        reader = reader.option(key, str(value))
+    return reader.load(queue)
+
+
+def _to_yt(df: Any, proxy: str, output: str, checkpoint: str, **options: Any) -> Any:
+    writer = (
+        df.writeStream.format("ytqueue")
+        .option("proxy", proxy)
+        .option("path", output)
+        .option("checkpointLocation", checkpoint)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    return writer.trigger(availableNow=True).start()
+
+
+def _finish(query: Any, timeout: float = 180) -> None:
+    query.awaitTermination(timeout)
+    if query.isActive:
+        query.stop()
+        raise AssertionError(f"query did not finish within {timeout}s")
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def _dead_letters(yt: Any, path: str) -> list[dict[str, Any]]:
+    return sorted(yt.select_rows(f"* from [{path}]"), key=lambda r: (r["partition"], r["offset"]))
+
+
+def _payload(letter: dict[str, Any]) -> Any:
+    raw = letter["payload"]
+    return yson.loads(raw if isinstance(raw, bytes) else yson.get_bytes(raw), encoding=None)
+
+
+# -- the YTsaurus queue source ----------------------------------------------------------------------------------
+
+SOURCE_COLUMNS = [column("id", "int64", required=True), column("n", "uint64"), column("s", "string")]
+SOURCE_ROWS = [
+    {"id": 0, "n": yson.YsonUint64(1), "s": "a"},
+    {"id": 1, "n": yson.YsonUint64(2**64 - 1), "s": "b"},  # above 2^63-1: does not fit Spark's bigint
+    {"id": 2, "n": yson.YsonUint64(3), "s": b"\xff\xfe"},  # invalid UTF-8 in a string column read as Spark string
+    {"id": 3, "n": yson.YsonUint64(4), "s": "d"},
+]
+SOURCE_OUTPUT = [column("id", "int64", required=True), column("n", "int64"), column("s", "string")]
+
+
+@pytest.fixture
+def bad_source(yt, yt_root):
+    queue, consumer = _queue(yt, yt_root, SOURCE_COLUMNS, SOURCE_ROWS)
+    output = f"{yt_root}/out"
+    create_queue(yt, output, SOURCE_OUTPUT)
+    return queue, consumer, output
+
+
+def test_yt_source_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_source, checkpoint) -> None:
+    queue, consumer, output = bad_source
+    df = _read(spark, yt_proxy, queue, consumer).select("id", "n", "s")
+    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint))
+    assert "BadRecordError: Row 1 of tablet 0 of " in str(error), error
+    assert "column 'n' holds 18446744073709551615, which does not fit Spark type int64" in str(error)
+    assert list(yt.select_rows(f"id from [{output}]")) == []
+    assert _offsets(yt, queue, consumer) == {}  # nothing committed
+
+
+def test_yt_source_bad_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, bad_source, checkpoint) -> None:
+    queue, consumer, output = bad_source
+    dead = f"{yt_root}/dead"
+    df = _read(spark, yt_proxy, queue, consumer, **{"deadLetter.path": dead, "deadLetter.create": "true"})
+    _finish(_to_yt(df.select("id", "n", "s"), yt_proxy, output, checkpoint))
+    assert sorted(r["id"] for r in yt.select_rows(f"id from [{output}]")) == [0, 3]
+    letters = _dead_letters(yt, dead)
+    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
+        (f"yt:{queue}", "source", "0", 1),
+        (f"yt:{queue}", "source", "0", 2),
+    ]
+    assert "column 'n' holds 18446744073709551615" in letters[0]["error"]
+    assert "column 's' holds b'\\xff\\xfe'" in letters[1]["error"] and "binary_strings=true" in letters[1]["error"]
+    first, second = _payload(letters[0]), _payload(letters[1])
+    assert first[b"id"] == 1 and int(first[b"n"]) == 2**64 - 1
+    assert second[b"id"] == 2 and second[b"s"] == b"\xff\xfe"  # the raw bytes, as read
+    assert _offsets(yt, queue, consumer) == {0: 4}  # the stream went on past both
+
+
+def test_yt_source_unwritable_dead_letter_target_fails_the_batch(
+    spark, yt, yt_proxy, yt_root, bad_source, checkpoint
+) -> None:
+    """Dead letters are durable before the batch commits: a target that refuses them fails the task, nothing is
+    written downstream and the consumer does not move (here: a table whose extra required column is never set)."""
+    queue, consumer, output = bad_source
+    dead = f"{yt_root}/dead"
+    create_queue(yt, dead, [*_DEAD_COLUMNS, column("extra", "int64", required=True)])
+    df = _read(spark, yt_proxy, queue, consumer, **{"deadLetter.path": dead})
+    error = query_failure(_to_yt(df.select("id", "n", "s"), yt_proxy, output, checkpoint))
+    assert "DeadLetterError: Could not write 2 dead letter(s) of yt:" in str(error), error
+    assert list(yt.select_rows(f"id from [{output}]")) == []
+    assert _offsets(yt, queue, consumer) == {}
+    assert list(yt.select_rows(f"* from [{dead}]")) == []
+
+
+_DEAD_COLUMNS = [
+    column("source", "string"),
+    column("stage", "string"),
+    column("partition", "string"),
+    column("offset", "int64"),
+    column("error", "string"),
+    column("payload", "string"),
+    column("time_us", "int64"),
+]
+
+
+def test_missing_dead_letter_table_is_refused_unless_created(spark, yt_proxy, yt_root, bad_source) -> None:
+    queue, consumer, _ = bad_source
+    with pytest.raises(Exception) as failure:
+        _read(spark, yt_proxy, queue, consumer, **{"deadLetter.path": f"{yt_root}/none"})
+    assert f"Invalid option 'deadLetter.path': {yt_root}/none does not exist" in str(failure.value)
+    assert "set deadLetter.create=true" in str(failure.value)
+
+
+# -- the YTsaurus table sink -----------------------------------------------------------------------------------
+
+SINK_COLUMNS = [column("id", "int64", required=True), column("payload", "string"), column("small", "int64")]
+SINK_ROWS = [
+    {"id": 0, "payload": "a", "small": 1},
+    {"id": 1, "payload": None, "small": 2},  # null in the target's required column
+    {"id": 2, "payload": "c", "small": 300},  # outside the target's uint8
+    {"id": 3, "payload": "d", "small": 4},
+]
+SINK_OUTPUT = [column("id", "int64", required=True), column("payload", "string", required=True), column("small", "uint8")]
+
+
+@pytest.fixture
+def bad_sink(yt, yt_root):
+    queue, consumer = _queue(yt, yt_root, SINK_COLUMNS, SINK_ROWS)
+    output = f"{yt_root}/out"
+    create_queue(yt, output, SINK_OUTPUT)
+    return queue, consumer, output
+
+
+def test_yt_sink_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_sink, checkpoint) -> None:
+    queue, consumer, output = bad_sink
+    df = _read(spark, yt_proxy, queue, consumer).selectExpr("id", "payload", "CAST(small AS SMALLINT) AS small", *SOURCE)
+    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint))
+    assert f"Null in required column 'payload' (string) of {output}: row 1 of Spark partition 0 (source tablet 0, " in (
+        str(error)
+    ), error
+    assert list(yt.select_rows(f"id from [{output}]")) == []
+    assert _offsets(yt, queue, consumer) == {}
+
+
+def test_yt_sink_refused_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, bad_sink, checkpoint) -> None:
+    queue, consumer, output = bad_sink
+    dead = f"{yt_root}/dead"
+    df = _read(spark, yt_proxy, queue, consumer).selectExpr("id", "payload", "CAST(small AS SMALLINT) AS small", *SOURCE)
+    _finish(_to_yt(df, yt_proxy, output, checkpoint, **{"deadLetter.path": dead, "deadLetter.create": "true"}))
+    assert sorted(r["id"] for r in yt.select_rows(f"id from [{output}]")) == [0, 3]
+    letters = _dead_letters(yt, dead)
+    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
+        (f"yt:{output}", "sink", "0", 1),
+        (f"yt:{output}", "sink", "0", 2),
+    ]
+    assert "Null in required column 'payload'" in letters[0]["error"]
+    assert "holds 300, outside the range of YT type uint8" in letters[1]["error"]
+    assert _payload(letters[0])[b"id"] == 1 and _payload(letters[1])[b"small"] == 300
+    assert _offsets(yt, queue, consumer) == {0: 4}
+
+
+def test_yt_sink_dead_letters_refused_with_producer_sessions(spark, yt_proxy, yt_root, bad_sink, checkpoint) -> None:
+    queue, consumer, output = bad_sink
+    df = _read(spark, yt_proxy, queue, consumer).selectExpr("id", "payload", "CAST(small AS SMALLINT) AS small", *SOURCE)
+    options = {"deadLetter.path": f"{yt_root}/dead", "deadLetter.create": "true", "producer_path": f"{yt_root}/p"}
+    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint, **options))
+    assert "Invalid option 'deadLetter.path': can not be combined with producer_path" in str(error), error
+
+
+# -- the Kafka sink --------------------------------------------------------------------------------------------
+
+
+def _topic_records(bootstrap: str, topic: str, partitions: int = 1) -> list[Any]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dl-check", "enable.auto.commit": False})
+    try:
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        records: list[Any] = []
+        want = sum(ends.values())
+        for _ in range(60):
+            if len(records) >= want:
+                break
+            records.extend(m for m in consumer.consume(want - len(records), timeout=1) if m.error() is None)
+        return records
+    finally:
+        consumer.close()
+
+
+KAFKA_ROWS = [{"id": i, "payload": ("x" * 5000 if i == 1 else f"v{i}"), "small": 0} for i in range(4)]
+
+
+def _to_kafka(df: Any, bootstrap: str, topic: str, checkpoint: str, **options: Any) -> Any:
+    writer = (
+        df.writeStream.format("ytqueue")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("kafka.message.max.bytes", "2000")  # the 5000-byte record is refused by produce()
+        .option("checkpointLocation", checkpoint)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    return writer.trigger(availableNow=True).start()
+
+
+def test_kafka_sink_refused_record_stops_the_query_by_default(
+    spark, yt, yt_proxy, yt_root, kafka_bootstrap, checkpoint
+) -> None:
+    queue, consumer = _queue(yt, yt_root, SINK_COLUMNS, KAFKA_ROWS)
+    target = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    df = _read(spark, yt_proxy, queue, consumer).selectExpr("payload as value")
+    error = query_failure(_to_kafka(df, kafka_bootstrap, target.name, checkpoint))
+    assert f"BadRecordError: could not produce record to {target.name}:" in str(error), error
+    assert "too large" in str(error).lower()
+    assert _offsets(yt, queue, consumer) == {}
+
+
+def test_kafka_sink_refused_record_goes_to_the_dead_letter_topic(
+    spark, yt, yt_proxy, yt_root, kafka_bootstrap, checkpoint
+) -> None:
+    queue, consumer = _queue(yt, yt_root, SINK_COLUMNS, KAFKA_ROWS)
+    target = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    dead = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    df = _read(spark, yt_proxy, queue, consumer).selectExpr("payload as value", *SOURCE)
+    _finish(_to_kafka(df, kafka_bootstrap, target.name, checkpoint, **{"deadLetter.topic": dead.name}))
+    assert sorted(m.value() for m in _topic_records(kafka_bootstrap, target.name)) == [b"v0", b"v2", b"v3"]
+    (letter,) = _topic_records(kafka_bootstrap, dead.name)
+    headers = {k: v.decode() for k, v in letter.headers()}
+    assert headers["deadletter.source"] == f"kafka:{target.name}" and headers["deadletter.stage"] == "sink"
+    assert (headers["deadletter.partition"], headers["deadletter.offset"]) == ("0", "1")  # source tablet 0, row 1
+    assert "too large" in headers["deadletter.error"].lower()
+    assert letter.key() == f"kafka:{target.name}/0/1".encode()
+    assert yson.loads(letter.value(), encoding=None)[b"value"] == b"x" * 5000
+    assert _offsets(yt, queue, consumer) == {0: 4}
