@@ -7,18 +7,22 @@ Two JVMs run on 127.0.0.1, each a :class:`~integration.java_server.JavaServer`:
   an embedded ZooKeeper, the master and one region server in one JVM, data on the local filesystem.
 * :class:`HBaseThrift`: the Thrift1 gateway (``org.apache.hadoop.hbase.thrift.ThriftServer``), which ``happybase``
   (and so the ``hbase://`` offset store and the ``spyt_hbase`` sink) talks to.
+* :class:`HBaseThrift2`: the Thrift2 gateway (``org.apache.hadoop.hbase.thrift2.ThriftServer``), whose
+  ``putMultiple`` carries a timestamp per row (the sink's ``thrift_api=2``; client: thriftpy2 with the IDL read from
+  the hbase-thrift jar, :mod:`spyt_queue.sinks.hbase.thrift2`).
 
-:class:`HBase` starts both and stops both::
+:class:`HBase` starts all three (``thrift2=False``: no Thrift2 gateway) and stops them::
 
     from integration.hbase import HBase
 
     with HBase() as hbase:                   # free loopback ports, temp dir removed on exit
         hbase.thrift_address                 # "127.0.0.1:PORT" (the sink's `thrift` option)
+        hbase.thrift2_address                # "127.0.0.1:PORT" (`thrift` with `thrift_api=2`)
         hbase.uri("offsets")                 # "hbase://127.0.0.1:PORT/offsets" (an offsets.store URI)
 
 From a shell (foreground, Ctrl-C to stop)::
 
-    python -m integration.hbase --port 9090
+    python -m integration.hbase --port 9090 --thrift2-port 9091
 
 Traps that fail quietly, handled here (see integration/README.md): the local filesystem has no hflush/hsync, so
 ``hbase.unsafe.stream.capability.enforce=false`` (else the region server aborts writing its WAL); the web UIs are
@@ -61,6 +65,7 @@ __all__ = [
     "HBaseError",
     "HBaseMaster",
     "HBaseThrift",
+    "HBaseThrift2",
     "HBaseUnavailableError",
     "missing_requirements",
 ]
@@ -70,6 +75,7 @@ HBASE_VERSION = "2.6.1"
 HBASE_LIBS_DIR = INTEGRATION_DIR / "target" / "hbase-libs"
 MASTER_MAIN = "org.apache.hadoop.hbase.master.HMaster"
 THRIFT_MAIN = "org.apache.hadoop.hbase.thrift.ThriftServer"
+THRIFT2_MAIN = "org.apache.hadoop.hbase.thrift2.ThriftServer"
 #: The master's log line once meta is assigned and tables can be created (logged at INFO by HMaster).
 READY_LINE = "Master has completed initialization"
 
@@ -104,6 +110,7 @@ log4j.appender.console.layout.ConversionPattern=%d{{ISO8601}} %p [%t] %c{{2}}: %
 log4j.logger.org.apache.hadoop.hbase.master.HMaster=INFO
 log4j.logger.org.apache.hadoop.hbase.thrift.ThriftServer=INFO
 log4j.logger.org.apache.hadoop.hbase.thrift.ThriftServerRunner=INFO
+log4j.logger.org.apache.hadoop.hbase.thrift2.ThriftServer=INFO
 log4j.logger.org.apache.zookeeper=ERROR
 log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 log4j.logger.org.apache.hadoop.metrics2=ERROR
@@ -317,19 +324,58 @@ class HBaseThrift(_HBaseJvm):
         return probe
 
 
-class HBase:
-    """HBase standalone plus its Thrift1 gateway, started and stopped together.
+class HBaseThrift2(HBaseThrift):
+    """The Thrift2 gateway of an :class:`HBaseMaster` (``thrift2.ThriftServer``, binary protocol, buffered transport).
+    Ready once a Thrift2 client (thriftpy2, IDL from the hbase-thrift jar) gets an answer from ``tableExists``."""
 
-    ``thrift_port``: the gateway's port (0 or None: a free one). ``options`` go to the master (``work_dir``,
-    ``heap``, ``config``, ...); the gateway shares its log level, Java and jars.
+    NAME = "HBase Thrift2"
+    LOG_FILE = "hbase-thrift2.log"
+    WORK_DIR_PREFIX = "spyt-hbase-thrift2-"
+
+    def _command(self) -> list[str]:
+        return self._hbase_command(THRIFT2_MAIN, "-b", self.host, "-p", str(self.port), "--infoport", "-1", "start")
+
+    def _readiness_probe(self) -> Callable[[float], str | None]:
+        from spyt_queue.sinks.hbase.thrift2 import Thrift2Client
+
+        def probe(remaining: float) -> str | None:
+            try:
+                client = Thrift2Client(self.host, self.port, timeout_ms=int(min(5.0, remaining) * 1000))
+            except Exception as err:  # connection refused while the JVM starts
+                return f"connect: {err!r}"
+            try:
+                client.table_exists("hbase:meta")
+                return None
+            except Exception as err:  # the gateway's first calls fail while it reaches ZooKeeper and the master
+                return f"tableExists: {err!r}"
+            finally:
+                with contextlib.suppress(Exception):
+                    client.close()
+
+        return probe
+
+
+class HBase:
+    """HBase standalone plus its Thrift1 and Thrift2 gateways, started and stopped together.
+
+    ``thrift_port`` / ``thrift2_port``: the gateways' ports (0 or None: free ones); ``thrift2=False`` starts no
+    Thrift2 gateway. ``options`` go to the master (``work_dir``, ``heap``, ``config``, ...); the gateways share its
+    log level, Java and jars.
     """
 
     NAME = "HBase"
 
-    def __init__(self, thrift_port: int | None = None, **options: Unpack[ServerOptions]) -> None:
+    def __init__(
+        self,
+        thrift_port: int | None = None,
+        thrift2_port: int | None = None,
+        thrift2: bool = True,
+        **options: Unpack[ServerOptions],
+    ) -> None:
         self.master = HBaseMaster(**options)
         shared = {k: v for k, v in options.items() if k in ("host", "libs_dir", "java", "log_level")}
         self.thrift = HBaseThrift(self.master, thrift_port, **shared)  # type: ignore[arg-type]
+        self.thrift2 = HBaseThrift2(self.master, thrift2_port, **shared) if thrift2 else None  # type: ignore[arg-type]
         self.startup_seconds: float | None = None
 
     @staticmethod
@@ -355,6 +401,13 @@ class HBase:
         return self.thrift.address
 
     @property
+    def thrift2_address(self) -> str:
+        """``"127.0.0.1:PORT"`` of the Thrift2 gateway (the sink's ``thrift`` option with ``thrift_api=2``)."""
+        if self.thrift2 is None:
+            raise HBaseError("this HBase was started without its Thrift2 gateway (thrift2=False)")
+        return self.thrift2.address
+
+    @property
     def address(self) -> str:
         return self.thrift_address
 
@@ -364,7 +417,10 @@ class HBase:
 
     @property
     def is_running(self) -> bool:
-        return self.master.is_running and self.thrift.is_running
+        return all(s.is_running for s in self._servers())
+
+    def _servers(self) -> list[_HBaseJvm]:
+        return [self.master, self.thrift, *([self.thrift2] if self.thrift2 is not None else [])]
 
     def uri(self, table: str) -> str:
         """An ``hbase://`` offset-store URI for ``table`` on this server."""
@@ -377,27 +433,36 @@ class HBase:
         return happybase.Connection(self.thrift_host, self.thrift_port, **kwargs)
 
     def log_tail(self, lines: int | None = None) -> str:
-        return f"{self.master.log_tail(lines)}\n--- thrift ---\n{self.thrift.log_tail(lines)}"
+        tails = [self.master.log_tail(lines), f"--- thrift ---\n{self.thrift.log_tail(lines)}"]
+        if self.thrift2 is not None:
+            tails.append(f"--- thrift2 ---\n{self.thrift2.log_tail(lines)}")
+        return "\n".join(tails)
 
     def start(self) -> HBase:
-        """Start the master, then the gateway (about 10-20 s in all on a 2-core machine)."""
+        """Start the master, then the gateways (about 10-25 s in all on a 2-core machine)."""
         t0 = time.monotonic()
         self.master.start()
         try:
             self.thrift.start()
+            if self.thrift2 is not None:
+                self.thrift2.start()
         except BaseException:
-            self.master.stop()
+            self.stop()
             raise
         self.startup_seconds = time.monotonic() - t0
         log.info("HBase up: Thrift at %s in %.1fs", self.thrift_address, self.startup_seconds)
         return self
 
     def stop(self) -> None:
-        """Stop the gateway, then the master (SIGKILL after 5 s each), and remove the temporary directories."""
+        """Stop the gateways, then the master (SIGKILL after 5 s each), and remove the temporary directories."""
         try:
-            self.thrift.stop()
+            if self.thrift2 is not None:
+                self.thrift2.stop()
         finally:
-            self.master.stop()
+            try:
+                self.thrift.stop()
+            finally:
+                self.master.stop()
 
     def __enter__(self) -> HBase:
         return self.start()
@@ -414,12 +479,18 @@ class _Foreground(HBase):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m integration.hbase``: HBase and its Thrift gateway in the foreground until Ctrl-C."""
-    description = f"Run Apache HBase {HBASE_VERSION} standalone with its Thrift1 gateway on 127.0.0.1 until Ctrl-C."
+    description = (
+        f"Run Apache HBase {HBASE_VERSION} standalone with its Thrift1 and Thrift2 gateways on 127.0.0.1 until Ctrl-C."
+    )
     parser = server_argument_parser("python -m integration.hbase", description, port=9090, heap="768m")
+    parser.add_argument("--thrift2-port", type=int, default=9091, help="Thrift2 gateway port (default: 9091)")
+    parser.add_argument("--no-thrift2", action="store_true", help="start no Thrift2 gateway")
     parser.add_argument("--zookeeper-port", type=int, default=0, help="embedded ZooKeeper port (default: free)")
     args = parser.parse_args(argv)
     server = _Foreground(
         args.port,
+        args.thrift2_port,
+        not args.no_thrift2,
         zookeeper_port=args.zookeeper_port,  # type: ignore[call-arg]
         heap=args.heap,
         work_dir=args.data_dir,
@@ -429,12 +500,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     def describe() -> str:
         return (
             f"  thrift    = {server.thrift_address}   (sink option thrift=..., happybase.Connection)\n"
-            f"  store URI = {server.uri('spyt_offsets')}\n"
+            + (
+                f"  thrift2   = {server.thrift2_address}   (sink options thrift=..., thrift_api=2)\n"
+                if server.thrift2 is not None
+                else ""
+            )
+            + f"  store URI = {server.uri('spyt_offsets')}\n"
             f"  zookeeper = {server.master.host}:{server.master.zookeeper_port}\n"
-            f"  logs      = {server.master.log_path}, {server.thrift.log_path}"
+            f"  logs      = {', '.join(str(s.log_path) for s in server._servers())}"
         )
 
-    banner = f"Starting Apache HBase {HBASE_VERSION} (standalone) with its Thrift gateway ..."
+    banner = f"Starting Apache HBase {HBASE_VERSION} (standalone) with its Thrift gateways ..."
     return run_in_foreground(server, banner, describe)  # type: ignore[arg-type]
 
 

@@ -33,13 +33,13 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import types as T
 
 from spyt_queue.errors import OptionError
 
-__all__ = ["decode", "encoder_for", "key_part", "physical", "supported"]
+__all__ = ["decode", "encode_column", "encoder_for", "epoch_micros", "key_column", "key_part", "physical", "supported"]
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -57,15 +57,68 @@ def physical(array: pa.Array) -> list[Any]:
     """The values of an Arrow column as :func:`encoder_for` takes them: timestamps as int microseconds since the
     epoch (UTC), dates as int days, everything else as Python values (``None`` for nulls)."""
     if pa.types.is_timestamp(array.type):
-        unit = array.type.unit
-        micros = array.cast(pa.int64())
-        if unit != "us":
-            factor = {"s": 1_000_000, "ms": 1000, "ns": 1}[unit]
-            micros = pc.multiply(micros, factor) if unit != "ns" else pc.divide(micros, 1000)
-        return micros.to_pylist()
+        return _with_nulls(array, epoch_micros(array).tolist())
     if pa.types.is_date32(array.type):
         return array.cast(pa.int32()).to_pylist()
     return array.to_pylist()
+
+
+_NUMPY: dict[type, str] = {T.ByteType: ">i1", T.ShortType: ">i2", T.IntegerType: ">i4", T.LongType: ">i8"}
+_NUMPY_FLOAT: dict[type, str] = {T.FloatType: ">f4", T.DoubleType: ">f8"}
+_MICROS = {"s": 1_000_000, "ms": 1000, "us": 1}
+
+
+def epoch_micros(array: pa.Array) -> np.ndarray:
+    """Int64 microseconds since the epoch of a timestamp column (nulls as 0; nanoseconds rounded down)."""
+    values = array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    unit = array.type.unit
+    return values // 1000 if unit == "ns" else values * _MICROS[unit]
+
+
+def _big_endian(values: np.ndarray, dtype: str) -> list[bytes]:
+    """Each value as its fixed-width big-endian bytes (``struct.pack(dtype, v)`` for all of them at once)."""
+    packed = np.ascontiguousarray(values.astype(dtype, copy=False))
+    return packed.view(f"V{packed.dtype.itemsize}").tolist()
+
+
+def _with_nulls(array: pa.Array, encoded: list[Any]) -> list[Any]:
+    if array.null_count:
+        for i, valid in enumerate(array.is_valid().to_pylist()):
+            if not valid:
+                encoded[i] = None
+    return encoded
+
+
+def encode_column(array: pa.Array, data_type: T.DataType) -> list[bytes | None]:
+    """Every value of an Arrow column as its cell bytes (``None`` for nulls): the bytes :func:`encoder_for` gives
+    value by value, computed per column (numpy for fixed-width types) instead of per row."""
+    kind = type(data_type)
+    if isinstance(data_type, (T.StringType, T.BinaryType)):
+        target = pa.large_binary() if pa.types.is_large_string(array.type) else pa.binary()
+        return array.cast(target).to_pylist() if not pa.types.is_binary(array.type) else array.to_pylist()
+    if kind in _NUMPY or kind in _NUMPY_FLOAT:
+        filler = 0 if kind in _NUMPY else 0.0
+        values = array.fill_null(filler).to_numpy(zero_copy_only=False)
+        return _with_nulls(array, _big_endian(values, {**_NUMPY, **_NUMPY_FLOAT}[kind]))
+    if isinstance(data_type, T.DateType):
+        days = array.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False)
+        return _with_nulls(array, _big_endian(days, ">i4"))
+    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
+        return _with_nulls(array, _big_endian(epoch_micros(array), ">i8"))
+    encode = encoder_for("column", data_type)
+    return [None if v is None else encode(v) for v in physical(array)]
+
+
+def key_column(array: pa.Array) -> list[bytes] | None:
+    """The row-key part bytes (:func:`key_part`) of a whole column when they can be computed per column (strings,
+    binary, integers), else None (the caller uses :func:`key_part` value by value)."""
+    if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+        return array.cast(pa.large_binary() if pa.types.is_large_string(array.type) else pa.binary()).to_pylist()
+    if pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type):
+        return array.to_pylist()
+    if pa.types.is_integer(array.type):
+        return array.cast(pa.string()).cast(pa.binary()).to_pylist()
+    return None
 
 
 def supported(data_type: T.DataType) -> bool:

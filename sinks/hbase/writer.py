@@ -23,7 +23,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.options import Options
-from spyt_queue.sinks.hbase.codec import encoder_for, key_part, physical
+from spyt_queue.sinks.hbase.codec import encode_column, encoder_for, epoch_micros, key_column, key_part
+from spyt_queue.sinks.hbase.thrift2 import Thrift2Client
 
 __all__ = [
     "KNOWN_OPTIONS",
@@ -51,6 +52,8 @@ KNOWN_OPTIONS = (
     "timeout",
     "transport",
     "protocol",
+    "thrift_api",
+    "thrift2_idl",
 )
 SPARK_OPTIONS = ("path", "checkpointLocation", "queryName")
 DEFAULT_PORT = 9090
@@ -78,9 +81,11 @@ class HBaseSinkSettings:
     transport: str
     protocol: str
     families: tuple[str, ...] = field(default=())
+    api: int = 1  # 1: Thrift1 gateway (happybase), 2: Thrift2 gateway (thriftpy2, IDL from the hbase-thrift jar)
+    idl: str | None = None  # thrift2_idl: where the Thrift2 IDL is (None: SPYT_HBASE_THRIFT_JAR, the install dir)
 
     def describe(self) -> str:
-        return f"HBase table {self.table!r} via Thrift {self.host}:{self.port}"
+        return f"HBase table {self.table!r} via Thrift{'2' if self.api == 2 else ''} {self.host}:{self.port}"
 
 
 # ---------------------------------------------------------------------------------------------------- options
@@ -89,7 +94,7 @@ class HBaseSinkSettings:
 def _endpoint(value: str) -> tuple[str, int]:
     host, colon, port = value.rpartition(":") if ":" in value else (value, "", "")
     if not host or (colon and not port.isdigit()):
-        raise OptionError("thrift", f"expected 'host' or 'host:port' of the HBase Thrift1 gateway, got {value!r}")
+        raise OptionError("thrift", f"expected 'host' or 'host:port' of the HBase Thrift gateway, got {value!r}")
     return host, int(port or DEFAULT_PORT)
 
 
@@ -108,7 +113,10 @@ def _prefix(value: str | None) -> tuple[str, int] | None:
 def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSettings:
     """Validate the options against the DataFrame's schema (no server contact)."""
     options.check_known((*KNOWN_OPTIONS, *SPARK_OPTIONS), WHAT)
-    host, port = _endpoint(options.require_str("thrift", "Set the HBase Thrift1 gateway: .option('thrift', 'h:9090')"))
+    host, port = _endpoint(options.require_str("thrift", "Set the HBase Thrift gateway: .option('thrift', 'h:9090')"))
+    api_text = options.get_str("thrift_api") or "1"
+    if api_text not in ("1", "2"):
+        raise OptionError("thrift_api", f"expected 1 (hbase thrift start) or 2 (hbase thrift2 start), got {api_text!r}")
     table = options.get_str("table") or options.get_str("path")
     if not table:
         raise OptionError("table", "required: .option('table', 'events') or .save('events')")
@@ -172,6 +180,8 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
         transport=transport,
         protocol=protocol,
         families=families,
+        api=int(api_text),
+        idl=options.get_str("thrift2_idl"),
     )
 
 
@@ -188,36 +198,51 @@ def _thrift():
     return Hbase_thrift
 
 
+def _key(settings: HBaseSinkSettings) -> tuple:
+    return (settings.api, settings.host, settings.port, settings.timeout_ms, settings.transport, settings.protocol)
+
+
+def _error_text(error: Exception) -> str:
+    """A Thrift exception's own message (``IOError``/``TIOError``/``TIllegalArgument`` carry it in ``message``)."""
+    return str(getattr(error, "message", None) or error)
+
+
 def connection(settings: HBaseSinkSettings):
-    """A cached ``happybase.Connection`` of this Python process for the settings' gateway."""
-    key = (settings.host, settings.port, settings.timeout_ms, settings.transport, settings.protocol)
+    """A cached connection of this Python process to the settings' gateway: a ``happybase.Connection`` (Thrift1)
+    or a :class:`~spyt_queue.sinks.hbase.thrift2.Thrift2Client` (``thrift_api=2``); both have ``.client``."""
+    key = _key(settings)
     with _lock:
         conn = _connections.get(key)
         if conn is None:
-            import happybase
+            if settings.api == 2:
+                conn = Thrift2Client(
+                    settings.host, settings.port, settings.timeout_ms, settings.transport, settings.protocol,
+                    settings.idl,
+                )  # fmt: skip
+            else:
+                import happybase
 
-            try:
-                conn = happybase.Connection(
-                    settings.host,
-                    settings.port,
-                    timeout=settings.timeout_ms,
-                    transport=settings.transport,
-                    protocol=settings.protocol,
-                )
-            except Exception as error:
-                raise UnreachableError(
-                    f"HBase Thrift gateway {settings.host}:{settings.port} did not answer ({error}); check the "
-                    "'thrift' option and that the gateway runs (hbase thrift start)"
-                ) from None
+                try:
+                    conn = happybase.Connection(
+                        settings.host,
+                        settings.port,
+                        timeout=settings.timeout_ms,
+                        transport=settings.transport,
+                        protocol=settings.protocol,
+                    )
+                except Exception as error:
+                    raise UnreachableError(
+                        f"HBase Thrift gateway {settings.host}:{settings.port} did not answer ({error}); check the "
+                        "'thrift' option and that the gateway runs (hbase thrift start)"
+                    ) from None
             _connections[key] = conn
         return conn
 
 
 def drop_connection(settings: HBaseSinkSettings) -> None:
     """Forget (and close) the cached connection after an error: the next use reconnects."""
-    key = (settings.host, settings.port, settings.timeout_ms, settings.transport, settings.protocol)
     with _lock:
-        conn = _connections.pop(key, None)
+        conn = _connections.pop(_key(settings), None)
     if conn is not None:
         try:
             conn.close()
@@ -225,28 +250,51 @@ def drop_connection(settings: HBaseSinkSettings) -> None:
             pass
 
 
+def _table_families(settings: HBaseSinkSettings) -> set[str]:
+    """The table's families, creating the table first if it is missing and ``create_table`` is set."""
+    conn = connection(settings)
+    if settings.api == 2:
+        if not conn.table_exists(settings.table):
+            if not settings.create_table:
+                raise _missing_table(settings)
+            try:
+                conn.create_table(settings.table, settings.families)
+            except conn.idl.TIOError as error:
+                if "TableExistsException" not in _error_text(error):
+                    raise
+        return set(conn.families(settings.table))
+    tables = {t.decode() for t in conn.tables()}
+    if settings.table not in tables:
+        if not settings.create_table:
+            raise _missing_table(settings)
+        try:
+            conn.create_table(settings.table, {f: {"max_versions": 1} for f in settings.families})
+        except _thrift().AlreadyExists:
+            pass
+    return {name.decode() for name in conn.table(settings.table).families()}
+
+
+def _missing_table(settings: HBaseSinkSettings) -> SpytQueueError:
+    return SpytQueueError(
+        f"{settings.describe()} does not exist; create it with families {list(settings.families)} or set "
+        "create_table=true"
+    )
+
+
 def check_table(settings: HBaseSinkSettings) -> None:
     """On the driver, before any task: the table and every family the mapping uses exist (``create_table=true``
     creates the table with them, one version each, no TTL). Errors name the table or family."""
     try:
-        conn = connection(settings)
-        tables = {t.decode() for t in conn.tables()}
-        if settings.table not in tables:
-            if not settings.create_table:
-                raise SpytQueueError(
-                    f"{settings.describe()} does not exist; create it with families {list(settings.families)} or set "
-                    "create_table=true"
-                )
-            try:
-                conn.create_table(settings.table, {f: {"max_versions": 1} for f in settings.families})
-            except _thrift().AlreadyExists:
-                pass
-        present = {name.decode() for name in conn.table(settings.table).families()}
+        present = _table_families(settings)
     except SpytQueueError:
         raise
     except Exception as error:
         drop_connection(settings)
-        raise UnreachableError(f"{settings.describe()}: {type(error).__name__}: {error}") from None
+        hint = ""
+        if "Invalid method name" in _error_text(error) or "unknown method" in _error_text(error).lower():
+            other = 1 if settings.api == 2 else 2
+            hint = f"; is it a Thrift{'' if other == 1 else '2'} gateway? then set thrift_api={other}"
+        raise UnreachableError(f"{settings.describe()}: {type(error).__name__}: {_error_text(error)}{hint}") from None
     missing = [f for f in settings.families if f not in present]
     if missing:
         raise SpytQueueError(
@@ -267,101 +315,147 @@ class HBaseWriteCommit(WriterCommitMessage):
     empty_rows: int = 0
 
 
-def _key_builder(settings: HBaseSinkSettings) -> Callable[[list[Any]], bytes]:
-    sep, prefix = settings.separator, settings.prefix
-
-    def build(parts: list[Any]) -> bytes:
-        natural = sep.join(key_part(p) for p in parts)
-        if prefix is None:
-            return natural
-        kind, n = prefix
-        if kind == "salt":
-            return f"{zlib.crc32(natural) % n:0{len(str(n - 1))}d}".encode() + sep + natural
-        return hashlib.md5(natural, usedforsecurity=False).hexdigest()[:n].encode() + sep + natural
-
-    return build
+def _salted(settings: HBaseSinkSettings) -> Callable[[bytes], bytes] | None:
+    """The salt/hash prefix added in front of a natural key, or None without ``row_key_prefix``."""
+    if settings.prefix is None:
+        return None
+    sep, (kind, n) = settings.separator, settings.prefix
+    if kind == "salt":
+        width = len(str(n - 1))
+        return lambda natural: f"{zlib.crc32(natural) % n:0{width}d}".encode() + sep + natural
+    return lambda natural: hashlib.md5(natural, usedforsecurity=False).hexdigest()[:n].encode() + sep + natural
 
 
-def _timestamps(settings: HBaseSinkSettings, batch: pa.RecordBatch) -> list[int | None] | None:
+def _row_keys(settings: HBaseSinkSettings, batch: pa.RecordBatch, index: dict[str, int], first_row: int) -> list[bytes]:
+    """Every row's key: the key columns' text parts joined by the separator, prefixed as configured. Computed per
+    column where the codec can (strings, binary, integers), value by value otherwise; a null part is an error."""
+    columns = [batch.column(index[c]) for c in settings.key_columns]
+    for name, column in zip(settings.key_columns, columns, strict=True):
+        if column.null_count:
+            row = column.is_null().to_pylist().index(True)
+            raise BadRecordError(
+                f"{settings.describe()}: row-key column {name!r} is null in row {first_row + row} of this task"
+            )
+    parts = [key_column(c) or [key_part(v) for v in c.to_pylist()] for c in columns]
+    if len(parts) == 1:
+        keys = parts[0]
+    else:
+        sep = settings.separator
+        keys = [sep.join(p) for p in zip(*parts, strict=True)]
+    salted = _salted(settings)
+    return keys if salted is None else [salted(k) for k in keys]
+
+
+def _timestamps(settings: HBaseSinkSettings, batch: pa.RecordBatch, keys: list[bytes]) -> list[int] | None:
+    """HBase cell timestamps (ms) from ``timestamp_column``, or None without it; a null is an error naming the row."""
     if settings.timestamp_column is None:
         return None
     array = batch.column(batch.schema.get_field_index(settings.timestamp_column))
-    values = physical(array)
+    if array.null_count:
+        row = array.is_null().to_pylist().index(True)
+        raise BadRecordError(
+            f"{settings.describe()}: timestamp_column {settings.timestamp_column!r} is null for row key "
+            f"{keys[row]!r}: an event time is needed for replays to converge"
+        )
     if pa.types.is_timestamp(array.type):
-        return [None if v is None else v // 1000 for v in values]  # microseconds -> HBase milliseconds
-    return values
+        return (epoch_micros(array) // 1000).tolist()  # microseconds -> HBase milliseconds (floor)
+    return array.cast(pa.int64()).to_pylist()
+
+
+class _Sender:
+    """Builds one gateway's mutations for a batch of rows and sends them in one (Thrift2) or a few (Thrift1)
+    calls: Thrift1 carries one timestamp per call, so rows are grouped by timestamp there."""
+
+    def __init__(self, settings: HBaseSinkSettings) -> None:
+        self.settings = settings
+        self.table = settings.table.encode()
+        self.cells = [(q, *q.split(b":", 1)) for _, q in settings.cells]
+        if settings.api == 2:
+            idl = connection(settings).idl
+            self.TPut, self.TColumnValue = idl.TPut, idl.TColumnValue
+        else:
+            thrift = _thrift()
+            self.Mutation, self.BatchMutation = thrift.Mutation, thrift.BatchMutation
+
+    def build(self, keys: list[bytes], values: list[list[bytes | None]], stamps: list[int] | None) -> list[Any]:
+        """The batch's mutations (rows whose every cell is null are left out: they would write nothing)."""
+        out: list[Any] = []
+        if self.settings.api == 2:
+            TPut, TColumnValue = self.TPut, self.TColumnValue
+            names = [(family, qualifier) for _, family, qualifier in self.cells]
+            for r, (key, *row) in enumerate(zip(keys, *values, strict=True)):
+                cells = [TColumnValue(f, q, v) for (f, q), v in zip(names, row, strict=True) if v is not None]
+                if cells:
+                    out.append(TPut(key, cells, None if stamps is None else stamps[r]))
+            return out
+        Mutation, BatchMutation = self.Mutation, self.BatchMutation
+        columns = [q for q, _, _ in self.cells]
+        for r, (key, *row) in enumerate(zip(keys, *values, strict=True)):
+            mutations = [Mutation(False, q, v) for q, v in zip(columns, row, strict=True) if v is not None]
+            if mutations:
+                out.append((None if stamps is None else stamps[r], BatchMutation(key, mutations)))
+        return out
+
+    def send(self, mutations: list[Any]) -> None:
+        """One ``putMultiple`` (Thrift2), or one ``mutateRows``/``mutateRowsTs`` per distinct timestamp (Thrift1)."""
+        conn = connection(self.settings)
+        if self.settings.api == 2:
+            conn.client.putMultiple(self.table, mutations)
+            return
+        groups: dict[int | None, list[Any]] = {}
+        for ts, mutation in mutations:
+            groups.setdefault(ts, []).append(mutation)
+        for ts, group in groups.items():
+            if ts is None:
+                conn.client.mutateRows(self.table, group, {})
+            else:
+                conn.client.mutateRowsTs(self.table, group, ts, {})
+
+    def first_row(self, mutations: list[Any]) -> bytes:
+        return mutations[0].row if self.settings.api == 2 else mutations[0][1].row
 
 
 def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -> HBaseWriteCommit:
-    """Write one task's rows in batches of ``batch_size`` rows; any failed call fails the task."""
-    thrift = _thrift()
-    Mutation, BatchMutation = thrift.Mutation, thrift.BatchMutation
+    """Write one task's rows in calls of at most ``batch_size`` rows; any failed call fails the task.
+
+    Per Arrow batch the row keys, cell values and timestamps are computed column by column (:mod:`codec`); the
+    only per-row Python work left is building the Thrift structs."""
     types = {f.name: f.dataType for f in settings.schema.fields}
-    encoders = [(column, qualifier, encoder_for(column, types[column])) for column, qualifier in settings.cells]
-    build_key = _key_builder(settings)
-    table = settings.table.encode()
+    sender = _Sender(settings)
     commit = HBaseWriteCommit()
-    pending: list[tuple[int | None, Any]] = []
     done = 0
 
-    def flush() -> None:
+    def send(mutations: list[Any]) -> None:
         nonlocal done
-        if not pending:
-            return
-        groups: dict[int | None, list[Any]] = {}
-        for ts, mutation in pending:
-            groups.setdefault(ts, []).append(mutation)
-        conn = connection(settings)
-        for ts, mutations in groups.items():
-            try:
-                if ts is None:
-                    conn.client.mutateRows(table, mutations, {})
-                else:
-                    conn.client.mutateRowsTs(table, mutations, ts, {})
-            except Exception as error:
-                drop_connection(settings)
-                raise SpytQueueError(
-                    f"{settings.describe()}: writing {len(mutations)} row(s) from row key {mutations[0].row!r} failed "
-                    f"after {done} row(s) of this task were written ({type(error).__name__}: {error}); the task fails "
-                    "and Spark retries it or stops the query"
-                ) from error
-        done += len(pending)
-        pending.clear()
+        try:
+            sender.send(mutations)
+        except Exception as error:
+            drop_connection(settings)
+            raise SpytQueueError(
+                f"{settings.describe()}: writing {len(mutations)} row(s) from row key {sender.first_row(mutations)!r} "
+                f"failed after {done} row(s) of this task were written ({type(error).__name__}: "
+                f"{_error_text(error)}); the task fails and Spark retries it or stops the query"
+            ) from error
+        done += len(mutations)
 
+    pending: list[Any] = []
     for batch in batches:
         if batch.num_rows == 0:
             continue
         index = {name: i for i, name in enumerate(batch.schema.names)}
-        keys = [batch.column(index[c]).to_pylist() for c in settings.key_columns]
-        values = [(qualifier, encode, physical(batch.column(index[column]))) for column, qualifier, encode in encoders]
-        stamps = _timestamps(settings, batch)
-        for r in range(batch.num_rows):
-            parts = [k[r] for k in keys]
-            if any(p is None for p in parts):
-                column = settings.key_columns[parts.index(None)]
-                raise BadRecordError(
-                    f"{settings.describe()}: row-key column {column!r} is null in row {commit.rows + r} of this task"
-                )
-            row = build_key(parts)
-            mutations = [Mutation(column=q, value=encode(v[r])) for q, encode, v in values if v[r] is not None]
-            if not mutations:
-                commit.empty_rows += 1
-                continue
-            ts = None
-            if stamps is not None:
-                ts = stamps[r]
-                if ts is None:
-                    raise BadRecordError(
-                        f"{settings.describe()}: timestamp_column {settings.timestamp_column!r} is null for row key "
-                        f"{row!r}: an event time is needed for replays to converge"
-                    )
-            pending.append((ts, BatchMutation(row=row, mutations=mutations)))
-            commit.cells += len(mutations)
-            if len(pending) >= settings.batch_size:
-                flush()
-        commit.rows += batch.num_rows
-    flush()
-    commit.rows -= commit.empty_rows
+        keys = _row_keys(settings, batch, index, commit.rows + commit.empty_rows)
+        stamps = _timestamps(settings, batch, keys)
+        values = [encode_column(batch.column(index[column]), types[column]) for column, _ in settings.cells]
+        mutations = sender.build(keys, values, stamps)
+        commit.empty_rows += batch.num_rows - len(mutations)
+        commit.rows += len(mutations)
+        commit.cells += sum(len(v) - v.count(None) for v in values) if values else 0
+        pending.extend(mutations)
+        while len(pending) >= settings.batch_size:
+            send(pending[: settings.batch_size])
+            del pending[: settings.batch_size]
+    if pending:
+        send(pending)
     return commit
 
 
