@@ -367,18 +367,19 @@ class YtTableWriter:
         pending: list[dict[str, Any]] = []
         position = 0
         letters: list[Any] = []
+        coordinates: list[tuple[str, int]] = []  # of the pending rows, with dead letters
         for batch in batches:
             if self.dead_letters is not None:
-                pending.extend(self._prepare_diverting(batch, position, letters))
+                pending.extend(self._prepare_diverting(batch, position, letters, coordinates))
             else:
                 self.check_nulls(batch, position, self._written_so_far(stats))
                 pending.extend(self._prepare(self._drop(batch), position))
             position += batch.num_rows
             while len(pending) >= self.dyn_batch_size:
-                self._insert(pending[: self.dyn_batch_size], stats, letters)
-                pending = pending[self.dyn_batch_size :]
+                self._insert(pending[: self.dyn_batch_size], stats, letters, coordinates[: self.dyn_batch_size])
+                pending, coordinates = pending[self.dyn_batch_size :], coordinates[self.dyn_batch_size :]
         if pending:
-            self._insert(pending, stats, letters)
+            self._insert(pending, stats, letters, coordinates)
         if self.dead_letters is not None:  # durable before the task returns: the batch commits only after them
             stats.dead_letters += self.dead_letters.write(letters, f" ({task_label()})")
         return stats
@@ -387,14 +388,20 @@ class YtTableWriter:
         drop = [n for n in self.dropped_columns() if n in batch.schema.names]
         return batch.drop_columns(drop) if drop else batch
 
-    def _insert(self, rows: list[dict[str, Any]], stats: WriteStats, letters: list[Any] | None = None) -> None:
+    def _insert(
+        self,
+        rows: list[dict[str, Any]],
+        stats: WriteStats,
+        letters: list[Any] | None = None,
+        coordinates: list[tuple[str, int]] | None = None,
+    ) -> None:
         try:
             self.client.insert_rows(self.path, rows, update=True if self.table.sorted else None)
         except Exception as error:
             if is_transient_yt_error(error):
                 raise
-            if self.dead_letters is not None and letters is not None:
-                self._insert_one_by_one(rows, stats, letters)  # the refused request wrote nothing
+            if self.dead_letters is not None and letters is not None and coordinates is not None:
+                self._insert_one_by_one(rows, stats, letters, coordinates)  # the refused request wrote nothing
                 return
             raise BadRecordError(
                 f"insert_rows of {len(rows)} rows into {self.path} failed (first row {rows[0]!r}): {error}"
@@ -403,53 +410,60 @@ class YtTableWriter:
         stats.requests += 1
 
     # -- dead letters (deadLetter.*): bad rows are diverted instead of failing the task ---------------------
-    def _coordinates(self, batch: pa.RecordBatch, position: int, task_row: int) -> tuple[str, int]:
-        """The source tablet and row of a row when the batch carries the service columns, else the Spark partition
-        and the row's position in the task."""
+    def _coordinates(self, batch: pa.RecordBatch, first_row: int) -> list[tuple[str, int]]:
+        """Per row: the source tablet and row when the batch carries the service columns, else the Spark partition
+        (``spark-partition-N``) and the row's position in the task."""
+        task = task_label().replace("Spark partition ", "spark-partition-")
         names = batch.schema.names
         if SERVICE_TABLET_COLUMN in names and SERVICE_ROW_COLUMN in names:
-            tablet = batch.column(SERVICE_TABLET_COLUMN)[position].as_py()
-            row = batch.column(SERVICE_ROW_COLUMN)[position].as_py()
-            if tablet is not None and row is not None:
-                return str(tablet), int(row)
-        return task_label().replace("Spark partition ", "spark-partition-"), task_row
+            tablets = batch.column(SERVICE_TABLET_COLUMN).to_pylist()
+            rows = batch.column(SERVICE_ROW_COLUMN).to_pylist()
+            return [
+                (str(t), int(r)) if t is not None and r is not None else (task, first_row + i)
+                for i, (t, r) in enumerate(zip(tablets, rows, strict=True))
+            ]
+        return [(task, first_row + i) for i in range(batch.num_rows)]
 
-    def _prepare_diverting(self, batch: pa.RecordBatch, first_row: int, letters: list[Any]) -> list[dict[str, Any]]:
+    def _prepare_diverting(
+        self, batch: pa.RecordBatch, first_row: int, letters: list[Any], coordinates: list[tuple[str, int]]
+    ) -> list[dict[str, Any]]:
         """:meth:`_prepare` for a batch whose rows that hold a null in a required column or a value out of range
-        are added to ``letters`` instead of failing the task."""
+        are added to ``letters`` instead of failing the task; the kept rows' coordinates go to ``coordinates``."""
         from spyt_queue.deadletter import yson_payload
 
+        where = self._coordinates(batch, first_row)
         try:
             self.check_nulls(batch, first_row, "")
-            return self._prepare(self._drop(batch), first_row)
+            rows = self._prepare(self._drop(batch), first_row)
+            coordinates.extend(where)
+            return rows
         except BadRecordError:
             pass
-        rows: list[dict[str, Any]] = []
+        rows = []
         for position in range(batch.num_rows):
             one = batch.slice(position, 1)
             try:
                 self.check_nulls(one, first_row + position, "The row was dead-lettered.")
                 rows.extend(self._prepare(self._drop(one), first_row + position))
+                coordinates.append(where[position])
             except BadRecordError as error:
-                partition, offset = self._coordinates(batch, position, first_row + position)
-                payload = yson_payload(one.to_pylist()[0])
-                letters.append(self.dead_letters.letter(partition, offset, error, payload))
+                partition, offset = where[position]
+                letters.append(self.dead_letters.letter(partition, offset, error, yson_payload(one.to_pylist()[0])))
         return rows
 
-    def _insert_one_by_one(self, rows: list[dict[str, Any]], stats: WriteStats, letters: list[Any]) -> None:
+    def _insert_one_by_one(
+        self, rows: list[dict[str, Any]], stats: WriteStats, letters: list[Any], coordinates: list[tuple[str, int]]
+    ) -> None:
         """After a refused ``insert_rows`` (which wrote nothing): insert row by row, dead-lettering the rows the
         table refuses on their own."""
         from spyt_queue.deadletter import yson_payload
 
-        for position, row in enumerate(rows):
+        for row, (partition, offset) in zip(rows, coordinates, strict=True):
             try:
                 self.client.insert_rows(self.path, [row], update=True if self.table.sorted else None)
             except Exception as error:
                 if is_transient_yt_error(error):
                     raise
-                tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
-                partition = str(tablet) if tablet is not None and index is not None else task_label()
-                offset = int(index) if tablet is not None and index is not None else stats.rows + position
                 message = f"insert_rows into {self.path} refused the row: {error}"
                 letters.append(self.dead_letters.letter(partition, offset, message, yson_payload(row)))
                 continue

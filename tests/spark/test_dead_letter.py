@@ -172,7 +172,16 @@ SINK_ROWS = [
     {"id": 2, "payload": "c", "small": 300},  # outside the target's uint8
     {"id": 3, "payload": "d", "small": 4},
 ]
-SINK_OUTPUT = [column("id", "int64", required=True), column("payload", "string", required=True), column("small", "uint8")]
+SINK_OUTPUT = [
+    column("id", "int64", required=True),
+    column("payload", "string", required=True),
+    column("small", "uint8"),
+]
+
+
+def _sink_input(spark: Any, proxy: str, queue: str, consumer: str) -> Any:
+    """The rows with ``small`` as smallint (what a uint8 column takes) and the source's service columns."""
+    return _read(spark, proxy, queue, consumer).selectExpr("id", "payload", "CAST(small AS SMALLINT) AS small", *SOURCE)
 
 
 @pytest.fixture
@@ -185,7 +194,7 @@ def bad_sink(yt, yt_root):
 
 def test_yt_sink_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_sink, checkpoint) -> None:
     queue, consumer, output = bad_sink
-    df = _read(spark, yt_proxy, queue, consumer).selectExpr("id", "payload", "CAST(small AS SMALLINT) AS small", *SOURCE)
+    df = _sink_input(spark, yt_proxy, queue, consumer)
     error = query_failure(_to_yt(df, yt_proxy, output, checkpoint))
     assert f"Null in required column 'payload' (string) of {output}: row 1 of Spark partition 0 (source tablet 0, " in (
         str(error)
@@ -197,7 +206,7 @@ def test_yt_sink_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_sin
 def test_yt_sink_refused_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, bad_sink, checkpoint) -> None:
     queue, consumer, output = bad_sink
     dead = f"{yt_root}/dead"
-    df = _read(spark, yt_proxy, queue, consumer).selectExpr("id", "payload", "CAST(small AS SMALLINT) AS small", *SOURCE)
+    df = _sink_input(spark, yt_proxy, queue, consumer)
     _finish(_to_yt(df, yt_proxy, output, checkpoint, **{"deadLetter.path": dead, "deadLetter.create": "true"}))
     assert sorted(r["id"] for r in yt.select_rows(f"id from [{output}]")) == [0, 3]
     letters = _dead_letters(yt, dead)
@@ -213,7 +222,7 @@ def test_yt_sink_refused_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, y
 
 def test_yt_sink_dead_letters_refused_with_producer_sessions(spark, yt_proxy, yt_root, bad_sink, checkpoint) -> None:
     queue, consumer, output = bad_sink
-    df = _read(spark, yt_proxy, queue, consumer).selectExpr("id", "payload", "CAST(small AS SMALLINT) AS small", *SOURCE)
+    df = _sink_input(spark, yt_proxy, queue, consumer)
     options = {"deadLetter.path": f"{yt_root}/dead", "deadLetter.create": "true", "producer_path": f"{yt_root}/p"}
     error = query_failure(_to_yt(df, yt_proxy, output, checkpoint, **options))
     assert "Invalid option 'deadLetter.path': can not be combined with producer_path" in str(error), error
