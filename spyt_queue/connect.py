@@ -54,10 +54,10 @@ def check_source_options(options: Options) -> None:
         for name in kafka_only
         if name.lower() not in {known.lower() for known in YT_SOURCE_OPTIONS}
     }
-    options.check_known(
+    _without_dead_letter_kafka(options).check_known(
         (*YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS),
         "the YTsaurus queue source",
-        prefixes=(YT_CONFIG_PREFIX, DEAD_LETTER_KAFKA_PREFIX),
+        prefixes=(YT_CONFIG_PREFIX,),
         hints=hints,
     )
 
@@ -77,12 +77,16 @@ def check_sink_options(options: Options, known: tuple[str, ...], what: str, pref
         "include_service_columns",
     )
     hints = {name: "it is a reading option: set it on spark.readStream / spark.read" for name in reading}
-    options.check_known(
-        (*known, *SPARK_SINK_OPTIONS, *DEAD_LETTER_OPTIONS),
-        what,
-        prefixes=(prefix, DEAD_LETTER_KAFKA_PREFIX),
-        hints=hints,
+    _without_dead_letter_kafka(options).check_known(
+        (*known, *SPARK_SINK_OPTIONS, *DEAD_LETTER_OPTIONS), what, prefixes=(prefix,), hints=hints
     )
+
+
+def _without_dead_letter_kafka(options: Options) -> Options:
+    """``options`` without ``deadLetter.kafka.*`` (the dead-letter producer's configuration, checked by
+    :func:`spyt_queue.deadletter.dead_letter_target`), so unknown-option messages do not list that prefix."""
+    prefix = DEAD_LETTER_KAFKA_PREFIX.lower()
+    return Options({key: value for key, value in options.raw().items() if not key.startswith(prefix)})
 
 
 def check_reachable(options: Options) -> None:
