@@ -14,7 +14,9 @@ import pytest
 import yt.yson as yson
 from confluent_kafka import Consumer, TopicPartition
 
+from spyt_queue.deadletter import DeadLetter, KafkaDeadLetterTarget, YtDeadLetterTarget
 from spyt_queue.yt.admin import column, create_consumer, create_queue
+from spyt_queue.yt.backend import YtConnection
 from tests.kafka.helpers import Topic
 from tests.user_errors import query_failure
 
@@ -292,3 +294,59 @@ def test_kafka_sink_refused_record_goes_to_the_dead_letter_topic(
     assert letter.key() == f"kafka:{target.name}/0/1".encode()
     assert yson.loads(letter.value(), encoding=None)[b"value"] == b"x" * 5000
     assert _offsets(yt, queue, consumer) == {0: 4}
+
+
+def test_yt_sink_unwritable_dead_letter_target_fails_the_batch(
+    spark, yt, yt_proxy, yt_root, bad_sink, checkpoint
+) -> None:
+    """The sink's dead letters are written before the task reports success: a target refusing them fails the
+    batch, so the consumer does not move (the good rows written meanwhile are replayed: at-least-once)."""
+    queue, consumer, output = bad_sink
+    dead = f"{yt_root}/dead"
+    create_queue(yt, dead, [*_DEAD_COLUMNS, column("extra", "int64", required=True)])
+    df = _sink_input(spark, yt_proxy, queue, consumer)
+    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint, **{"deadLetter.path": dead}))
+    assert "DeadLetterError: Could not write 2 dead letter(s) of yt:" in str(error), error
+    assert _offsets(yt, queue, consumer) == {}
+    assert list(yt.select_rows(f"* from [{dead}]")) == []
+
+
+# -- ytqueue status ----------------------------------------------------------------------------------------------
+
+
+def _letters(count: int) -> list[DeadLetter]:
+    return [DeadLetter("yt://q", "source", "0", i, "bad", b"{}") for i in range(count)]
+
+
+def test_status_counts_the_rows_of_a_dead_letter_table(yt_proxy, yt_root) -> None:
+    from typer.testing import CliRunner
+
+    from spyt_queue.cli import app
+
+    target = YtDeadLetterTarget(YtConnection(yt_proxy), f"{yt_root}/dead", create=True)
+    target.check()
+    target.write(_letters(3))
+    result = CliRunner().invoke(
+        app, ["status", "--dead-letter", target.path, "--proxy", yt_proxy], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.stdout + result.stderr
+    lines = [line.replace("│", " ").split() for line in result.stdout.splitlines()]
+    assert ["0", "3"] in lines and ["total", "3"] in lines, result.stdout
+    assert f"dead letters in yt:{target.path}" in result.stdout
+
+
+def test_status_counts_the_records_of_a_dead_letter_topic(kafka_bootstrap, checkpoint) -> None:
+    from typer.testing import CliRunner
+
+    from spyt_queue.cli import app
+
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    KafkaDeadLetterTarget({"bootstrap.servers": kafka_bootstrap}, topic.name).write(_letters(2))
+    result = CliRunner().invoke(
+        app,
+        ["status", "--dead-letter-topic", topic.name, "--bootstrap-servers", kafka_bootstrap],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.stdout + result.stderr
+    lines = [line.replace("│", " ").split() for line in result.stdout.splitlines()]
+    assert [f"{topic.name}:0", "2"] in lines and ["total", "2"] in lines, result.stdout
