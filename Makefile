@@ -28,6 +28,7 @@ lint: venv
 bench: deps
 	$(PY) bench/bench_local_server.py
 	$(PY) bench/bench_ytqueue_source.py
+	$(PY) bench/bench_scale.py
 	$(PY) bench/bench_kafka_source.py
 	$(PY) bench/bench_kudu_sink.py
 	$(PY) bench/bench_hbase_sink.py

@@ -100,6 +100,7 @@ DESCRIPTORS = [
     Descriptor("remove_queue_producer_session", NULL, STRUCTURED, True, False),
     # The driver declares no input; yt.wrapper forces "tabular" for it (YT-23538) and sends rows in the body.
     Descriptor("push_queue_producer", NULL, STRUCTURED, True, False),
+    Descriptor("execute_batch", NULL, STRUCTURED, True, False),
 ]
 BY_NAME = {d.name: d for d in DESCRIPTORS}
 
@@ -469,6 +470,47 @@ def _advance(state: State, req: Request) -> Result:
     return Result({})
 
 
+def _execute_batch(state: State, req: Request) -> Result:
+    """``execute_batch``: sub-requests ``{command, parameters, input}`` run one after another (the driver runs up to
+    ``concurrency`` at once; here the state lock serialises them anyway). Each answer is ``{output}`` or ``{error}``;
+    a failing part does not stop the others, as in ``TExecuteBatchCommand``."""
+    requests = _required(req.params, "requests")
+    if not isinstance(requests, list):
+        raise YtError('Error parsing parameters: "requests" must be a list')
+    concurrency = _int(req.params, "concurrency", 50)
+    if concurrency is None or concurrency <= 0:
+        raise YtError(f'Error parsing parameters: "concurrency" must be greater than 0, got {concurrency}')
+    return Result({"results": [_batch_part(state, part, req.header_format) for part in requests]})
+
+
+def _batch_part(state: State, part: Any, header_format: str) -> dict[str, Any]:
+    try:
+        if not isinstance(part, dict) or _get(part, "command") is None:
+            raise YtError('Error parsing batch request: missing required parameter "command"')
+        name = str(part["command"])
+        descriptor = BY_NAME.get(name)
+        if descriptor is None or name == "execute_batch":
+            raise YtError(f"Unknown command {name!r}", attributes={"command": name})
+        if descriptor.output_type not in (NULL, STRUCTURED):
+            raise YtError(
+                f'Command "{name}" cannot be part of a batch since it has inappropriate output type '
+                f'"{descriptor.output_type}"'
+            )
+        if descriptor.input_type == TABULAR:
+            raise YtError(f'Command "{name}" with tabular input in a batch is not supported by the local server')
+        params = dict(_get(part, "parameters") or {})
+        body = b""
+        if descriptor.input_type == STRUCTURED:
+            if "input" not in part:
+                raise YtError(f'Command "{name}" requires input')
+            params["input_format"] = yson.to_yson_type("yson", attributes={"format": "binary"})
+            body = yson.dumps(part["input"], yson_format="binary")
+        result = execute(state, Request(name, params, body, header_format))
+        return {"output": result.value} if descriptor.output_type == STRUCTURED else {}
+    except YtError as error:
+        return {"error": error.to_dict()}
+
+
 def _create_producer_session(state: State, req: Request) -> Result:
     params = req.params
     result = producer.create_session(
@@ -544,6 +586,7 @@ HANDLERS: dict[str, Callable[[State, Request], Result]] = {
     "create_queue_producer_session": _create_producer_session,
     "remove_queue_producer_session": _remove_producer_session,
     "push_queue_producer": _push_producer,
+    "execute_batch": _execute_batch,
 }
 
 assert set(HANDLERS) == set(BY_NAME), set(HANDLERS) ^ set(BY_NAME)

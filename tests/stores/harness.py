@@ -235,7 +235,17 @@ class YtConsumerFactory(StoreFactory):
         notice the writer."""
         assert isinstance(store, YtConsumerStore)
         client = store.connection.thread_client()  # the one the store's advance uses in this thread
-        return hook_once(client, "advance_consumer", writer_first(lambda: run_in_thread(writer)))
+        fired: list[bool] = []
+
+        def once() -> None:
+            if not fired:
+                fired.append(True)
+                run_in_thread(writer)
+
+        stack = contextlib.ExitStack()  # one partition: advance_consumer; several: one execute_batch
+        stack.enter_context(hook_once(client, "advance_consumer", writer_first(once)))
+        stack.enter_context(hook_once(client, "execute_batch", writer_first(once)))
+        return stack
 
 
 class KafkaGroupFactory(StoreFactory):
