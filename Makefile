@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv deps demo test lint bench
+.PHONY: venv deps demo test lint bench chaos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,3 +32,7 @@ bench: deps
 	$(PY) bench/bench_kafka_source.py
 	$(PY) bench/bench_kudu_sink.py
 	$(PY) bench/bench_hbase_sink.py
+
+# The long chaos run (kills, restarts, exactly-once check); CHAOS_ARGS="--kills 20 --rows 1000000 --seconds 600".
+chaos: deps
+	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) bench/chaos.py $(CHAOS_ARGS)

@@ -1,0 +1,101 @@
+"""The streaming driver the chaos harness kills: ``python tests/chaos/driver.py SPEC.json stream|drain``.
+
+It runs every query of the spec (written by :mod:`tests.chaos.harness`) in one SparkSession, started one after the
+other, each once the previous one has reported progress (two queries of one Python data source started at the same
+moment can fail while Spark deserializes their tasks; see issue 13). ``stream``: processing-time triggers until it is
+killed; a query that fails (the YT server or the Kafka broker was killed under it) is restarted from its checkpoint
+in this process after a pause, at most ``max_query_restarts`` times, each logged on stderr as ``query-restart``.
+``drain``: one ``Trigger.AvailableNow`` run per query; exit status 0 when all of them finished without an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+#: Seconds a query gets to report its first progress before the next one is started anyway.
+INIT_WAIT_S = 120.0
+
+
+def start_query(spark: Any, query: dict[str, Any], trigger: dict[str, Any]) -> Any:
+    """Start one query of the spec: ``format("ytqueue")`` reader options, ``selectExpr``, writer options."""
+    reader = spark.readStream.format("ytqueue")
+    for key, value in query["reader"].items():
+        reader = reader.option(key, str(value))
+    df = reader.load(query["load"]) if query.get("load") else reader.load()
+    writer = df.selectExpr(*query["select"]).writeStream.format("ytqueue").queryName(query["name"])
+    for key, value in query["writer"].items():
+        writer = writer.option(key, str(value))
+    return writer.option("checkpointLocation", query["checkpoint"]).trigger(**trigger).start()
+
+
+def wait_initialised(query: Any) -> None:
+    """Wait (bounded) until ``query`` reported progress or ended."""
+    deadline = time.monotonic() + INIT_WAIT_S
+    while query.isActive and query.lastProgress is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def main(argv: list[str]) -> int:
+    """Run the spec in ``argv[1]`` in mode ``argv[2]``; the exit status."""
+    spec = json.loads(open(argv[1]).read())
+    mode = argv[2]
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName(f"spyt-queue-chaos-{mode}")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.python.authenticate.socketTimeout", "120s")  # Python workers start slowly on a loaded machine
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    if mode == "drain":
+        trigger: dict[str, Any] = {"availableNow": True}
+    else:
+        trigger = {"processingTime": f"{int(spec['trigger_ms'])} milliseconds"}
+    running = {}
+    for query in spec["queries"]:
+        running[query["name"]] = start_query(spark, query, trigger)
+        wait_initialised(running[query["name"]])
+    print(f"running {mode}", flush=True)
+    by_name = {query["name"]: query for query in spec["queries"]}
+    if mode == "drain":
+        failed = 0
+        for name, handle in running.items():
+            handle.awaitTermination(float(spec["drain_timeout_s"]))
+            if handle.isActive:
+                print(f"drain-timeout {name}", file=sys.stderr, flush=True)
+                failed += 1
+            elif handle.exception() is not None:
+                print(f"drain-failed {name}: {handle.exception()}", file=sys.stderr, flush=True)
+                failed += 1
+        return 3 if failed else 0
+    restarts = 0
+    while True:
+        time.sleep(0.5)
+        for name, handle in list(running.items()):
+            if handle.isActive:
+                continue
+            error = str(handle.exception()).splitlines()[0][:300] if handle.exception() else "stopped"
+            restarts += 1
+            print(f"query-restart {name}: {error}", file=sys.stderr, flush=True)
+            if restarts > int(spec["max_query_restarts"]):
+                print("too many query restarts", file=sys.stderr, flush=True)
+                return 4
+            time.sleep(float(spec["restart_pause_s"]))
+            running[name] = start_query(spark, by_name[name], trigger)
+            wait_initialised(running[name])
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # do not wait for Spark's shutdown hooks: the harness only reads the status

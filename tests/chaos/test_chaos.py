@@ -1,0 +1,41 @@
+"""The short chaos run of CI: a producer keeps writing while the streaming driver is SIGKILLed (once with its
+checkpoints deleted), the embedded YT server is SIGKILLed and the Kafka broker too, each restarted; every exactly-once
+pipeline must end with nothing lost and nothing twice, the at-least-once one with nothing lost, every store at the
+source's end, and no acknowledged write missing from a server. ``bench/chaos.py`` runs the same harness longer."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.chaos.harness import EXACTLY_ONCE, PIPELINES, ChaosConfig, missing_requirements, run_chaos
+
+pytestmark = pytest.mark.spark
+
+
+def _require_servers() -> None:
+    reason = missing_requirements(PIPELINES)
+    if not reason:
+        return
+    if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in ("SPYT_REQUIRE_SERVERS",)):
+        pytest.fail(f"a required server is missing: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def test_every_pipeline_keeps_its_guarantee_through_sigkills(tmp_path) -> None:
+    _require_servers()
+    config = ChaosConfig(work_dir=tmp_path / "chaos", kills=4, rows=1500, seconds=30, seed=13)
+    report = run_chaos(config)
+    lines = "\n".join(report.lines())
+    print(lines)
+    assert sorted(set(report.events)) == ["driver", "driver-fresh", "kafka-broker", "yt-server"], lines
+    assert {p.name for p in report.pipelines} == set(PIPELINES), lines
+    for result in report.pipelines:
+        assert result.rows > 0, lines
+        assert result.lost == 0, lines
+        assert result.committed_at_end, lines
+        if result.guarantee == EXACTLY_ONCE:
+            assert result.duplicated == 0, lines
+    for server in report.servers:
+        assert server.acknowledged > 0 and server.lost_acknowledged == 0, lines
