@@ -30,14 +30,17 @@ def register(spark: Any) -> None:
     Installing the package is enough for ``format("ytqueue")`` (Spark discovers the top-level
     ``pyspark_ytqueue`` module); calling this also carries SPYT's session settings such as
     ``spark.yt.write.dynBatchSize`` into the source's option defaults, which Python data sources cannot read
-    from the session themselves.
+    from the session themselves, and makes it safe to start several ``ytqueue`` queries at once in one driver
+    (see :func:`spyt_queue.spark.source.seed_stream_runner_env`).
     """
-    from spyt_queue.spark.source import YtQueueDataSource
+    from spyt_queue.spark.source import YtQueueDataSource, seed_stream_runner_env
 
+    seed_stream_runner_env(spark, YtQueueDataSource.name())  # the auto-discovered source, if any (every session)
     defaults = session_defaults(spark)
     if not defaults:
         spark.dataSource.register(YtQueueDataSource)
-        return
-    configured = type("YtQueueDataSource", (YtQueueDataSource,), {"session_defaults": defaults})
-    configured.__module__ = "__main__"  # pickled by value, so executors need no extra class
-    spark.dataSource.register(configured)
+    else:
+        configured = type("YtQueueDataSource", (YtQueueDataSource,), {"session_defaults": defaults})
+        configured.__module__ = "__main__"  # pickled by value, so executors need no extra class
+        spark.dataSource.register(configured)
+    seed_stream_runner_env(spark, YtQueueDataSource.name())  # queries of this source may then start at once

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -31,6 +33,50 @@ from spyt_queue.options import Options
 from spyt_queue.settings import STORE_KINDS
 
 T = TypeVar("T")
+
+log = logging.getLogger("spyt_queue.source")
+
+# What Spark's PythonStreamingSourceRunner.init() puts, at every streaming query start, into the environment map
+# of the data source's registered Python function: one java.util.HashMap shared, without a lock, by every query of
+# that source in the JVM (UserDefinedPythonDataSource.createPythonFunction passes the same map to each query).
+STREAM_RUNNER_ENV = ("SPARK_LOCAL_DIRS", "SPARK_AUTH_SOCKET_TIMEOUT", "SPARK_BUFFER_SIZE", "SPARK_PYTHON_RUNTIME")
+
+
+def seed_stream_runner_env(spark: Any, name: str = "ytqueue") -> bool:
+    """Make query starts leave the shared environment map of data source ``name`` structurally unchanged.
+
+    Spark 4 (checked up to 4.3) writes :data:`STREAM_RUNNER_ENV` into that map on each query's own thread when a
+    streaming query of a Python data source starts. Two queries starting at once insert the same new keys
+    concurrently, which can leave the map's size one above its entries (or tear a task being serialized
+    meanwhile): from then on every task of every query of the source fails while Spark deserializes it
+    (``java.io.OptionalDataException`` under ``java.util.HashMap.readObject``), before any Python code runs. Once
+    the keys are present, a start only replaces values in place, which changes neither the size nor the table.
+    So this puts the values Spark would put, right after registration, before any query can use the map.
+
+    The values are Spark's own (its socket timeout and buffer size settings; the local directories as configured,
+    where Spark puts its block manager's directories below them): Spark overwrites all four before any process
+    sees them, and Python workers get their own, so only the keys' presence matters.
+
+    Returns whether the map was reached: ``False`` (and nothing done) without a JVM (Spark Connect) or with a
+    Spark whose internals differ; the source works as before then.
+    """
+    try:
+        conf = spark.sparkContext._jsc.sc().conf()
+        local_dirs = os.environ.get("SPARK_LOCAL_DIRS") or conf.get("spark.local.dir", tempfile.gettempdir())
+        values = {
+            "SPARK_LOCAL_DIRS": local_dirs,
+            "SPARK_AUTH_SOCKET_TIMEOUT": str(conf.getTimeAsSeconds("spark.python.authenticate.socketTimeout", "15s")),
+            "SPARK_BUFFER_SIZE": str(conf.getInt("spark.buffer.size", 65536)),
+            "SPARK_PYTHON_RUNTIME": "PYTHON_WORKER",
+        }
+        source = spark._jsparkSession.sessionState().dataSourceManager().lookupDataSource(name)
+        env = source.dataSourceCls().envVars()
+        for key in STREAM_RUNNER_ENV:
+            env.putIfAbsent(key, values[key])
+    except Exception as error:  # no JVM (Spark Connect), or other Spark internals: nothing to protect here
+        log.debug("could not pre-fill the stream runner environment of %r: %s", name, error)
+        return False
+    return True
 
 
 def one_line(error: SpytQueueError) -> SpytQueueError:
