@@ -1,0 +1,365 @@
+"""Transactional exactly-once (``transactional=true`` on a ``ytqueue`` writer fed by a ``ytqueue`` source): the rows of
+a micro-batch and the consumer's advance commit in one tablet transaction.
+
+The first tests drive the writer's pieces directly, as Spark does (the writer built for a batch is pickled to the
+tasks, which starts the batch's transaction; a fresh writer commits), with a hand-written offsets log; the others run
+Spark queries, one of them in a driver process killed with SIGKILL mid-stream.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
+from spyt_queue.offsets import StreamOffset
+from spyt_queue.options import Options
+from spyt_queue.spark.sink import YtStreamWriter, yt_stream_writer
+from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
+from tests.spark.helpers import EVENT_SCHEMA, produce_ids
+
+pytestmark = pytest.mark.spark
+
+ROWS = StructType([StructField("id", LongType(), False), StructField("payload", StringType(), True)])
+OUT_SCHEMA = [column("id", "int64", required=True), column("payload", "string")]
+
+
+class Setup:
+    """A queue with a registered consumer, an output table and a checkpoint whose offsets log we write by hand."""
+
+    def __init__(self, yt: Any, proxy: str, root: str, checkpoint: str, sorted_target: bool = False) -> None:
+        self.yt, self.proxy = yt, proxy
+        self.queue, self.consumer, self.output = f"{root}/queue", f"{root}/consumer", f"{root}/out"
+        self.checkpoint = Path(checkpoint)
+        create_queue(yt, self.queue, EVENT_SCHEMA, tablet_count=2)
+        create_consumer(yt, self.consumer, self.queue)
+        if sorted_target:
+            create_table(yt, self.output, [column("id", "int64", sort_order="ascending"), column("payload", "string")])
+        else:
+            create_queue(yt, self.output, OUT_SCHEMA)
+        self.source = f"yt:{self.queue}#{yt.get(self.queue + '/@id')}"
+
+    def options(self, **extra: Any) -> Options:
+        base = {
+            "proxy": self.proxy,
+            "path": self.output,
+            "checkpointLocation": str(self.checkpoint),
+            "transactional": "true",
+            "consumer_path": self.consumer,
+        }
+        base.update({k: str(v) for k, v in extra.items()})
+        return Options(base)
+
+    def log_batch(self, batch_id: int, end: dict[str, int], start: dict[str, int] | None = None, **fields: Any) -> None:
+        """Write ``offsets/<batch_id>`` as Spark does (header, metadata, one line per source)."""
+        offset = StreamOffset(self.source, end, batch_start=start, **fields).to_json()
+        directory = self.checkpoint / "offsets"
+        directory.mkdir(parents=True, exist_ok=True)
+        meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}
+        (directory / str(batch_id)).write_text(f"v1\n{json.dumps(meta)}\n{json.dumps(offset)}")
+
+    def task_writer(self, **extra: Any) -> YtStreamWriter:
+        """The writer as a task gets it: built for the batch, pickled (which starts the transaction), unpickled."""
+        return pickle.loads(pickle.dumps(yt_stream_writer(self.options(**extra), ROWS)))
+
+    def commit_writer(self, **extra: Any) -> YtStreamWriter:
+        """The writer Spark builds anew to run ``commit`` (never pickled: starts no transaction)."""
+        return yt_stream_writer(self.options(**extra), ROWS)
+
+    def offsets(self) -> dict[int, int]:
+        rows = self.yt.select_rows(f'* from [{self.consumer}] where queue_path = "{self.queue}"')
+        return {int(r["partition_index"]): int(r["offset"]) for r in rows}
+
+    def ids(self) -> list[int]:
+        return sorted(r["id"] for r in self.yt.select_rows(f"id from [{self.output}]"))
+
+
+def _batch(ids: list[int]) -> pa.RecordBatch:
+    return pa.record_batch(
+        [pa.array(ids, pa.int64()), pa.array([f"e{i}" for i in ids], pa.string())], names=["id", "payload"]
+    )
+
+
+@pytest.fixture
+def setup(yt, yt_proxy, yt_root, checkpoint) -> Setup:
+    return Setup(yt, yt_proxy, yt_root, checkpoint)
+
+
+def test_crash_between_insert_and_commit_leaves_nothing_and_the_replay_commits_once(setup) -> None:
+    """Tasks inserted under the batch's transaction, then the driver died before ``commit``: nothing is visible and
+    the consumer did not move. The replay (a new transaction) commits rows and advance together, once."""
+    produce_ids(setup.yt, setup.queue, 0, 8)
+    setup.log_batch(0, {"0": 4, "1": 4}, start={"0": 0, "1": 0})
+    first, second = setup.task_writer(), setup.task_writer()
+    assert first.transaction.id != second.transaction.id, "one transaction per shipped writer"
+    lost = [first.write(iter([_batch([0, 2])])), first.write(iter([_batch([1, 3])]))]
+    assert all(m.transaction_id == first.transaction.id for m in lost)
+    assert setup.ids() == [] and setup.offsets() == {}, "nothing visible before the commit"
+    # The driver is gone: the commit never runs. The replay of batch 0 ships a new writer.
+    replay = [second.write(iter([_batch([0, 2])])), second.write(iter([_batch([1, 3])]))]
+    setup.commit_writer().commit(replay, 0)
+    assert setup.ids() == [0, 1, 2, 3]
+    assert setup.offsets() == {0: 4, 1: 4}
+    # The first attempt's transaction can not commit its rows any more: its batch is already in.
+    setup.commit_writer().commit(lost, 0)
+    assert setup.ids() == [0, 1, 2, 3], "a replay of a committed batch writes nothing"
+    assert setup.offsets() == {0: 4, 1: 4}
+
+
+def test_next_batch_starts_where_the_transaction_left_the_consumer(setup) -> None:
+    produce_ids(setup.yt, setup.queue, 0, 8)
+    for batch, (end, ids) in enumerate([(2, [0, 1, 2, 3]), (4, [4, 5, 6, 7])]):
+        setup.log_batch(batch, {"0": end, "1": end}, start={"0": 0, "1": 0} if batch == 0 else None)
+        writer = setup.task_writer()
+        setup.commit_writer().commit([writer.write(iter([_batch(ids)]))], batch)
+        assert setup.offsets() == {0: end, 1: end}
+    assert setup.ids() == list(range(8))
+
+
+def test_a_batch_without_tasks_still_advances(setup) -> None:
+    produce_ids(setup.yt, setup.queue, 0, 4)
+    setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0})
+    setup.commit_writer().commit([], 0)
+    assert setup.offsets() == {0: 2, 1: 2}
+
+
+def test_consumer_moved_by_someone_else_aborts_the_batch(setup) -> None:
+    produce_ids(setup.yt, setup.queue, 0, 8)
+    setup.log_batch(0, {"0": 4, "1": 4}, start={"0": 0, "1": 0})
+    message = setup.task_writer().write(iter([_batch([0, 1, 2, 3])]))
+    setup.yt.advance_consumer(setup.consumer, setup.queue, partition_index=0, old_offset=0, new_offset=1)
+    with pytest.raises(ConsumerConflictError, match="holds 1 for tablet 0"):
+        setup.commit_writer().commit([message], 0)
+    assert setup.ids() == []
+    assert setup.offsets() == {0: 1}
+
+
+def test_consumer_moved_after_the_check_is_caught_by_the_transaction(setup, monkeypatch) -> None:
+    """The consumer moves between the writer's read and its advance: the compare-and-set inside the transaction
+    fails, the transaction is aborted, nothing is written."""
+    from spyt_queue.stores.yt_consumer import YtConsumerStore
+
+    produce_ids(setup.yt, setup.queue, 0, 8)
+    setup.log_batch(0, {"0": 4, "1": 4}, start={"0": 0, "1": 0})
+    message = setup.task_writer().write(iter([_batch([0, 1, 2, 3])]))
+    setup.yt.advance_consumer(setup.consumer, setup.queue, partition_index=1, old_offset=0, new_offset=3)
+    monkeypatch.setattr(YtConsumerStore, "committed", lambda self: {})  # a stale read
+    with pytest.raises(ConsumerConflictError, match="advanced by someone else"):
+        setup.commit_writer().commit([message], 0)
+    monkeypatch.undo()
+    assert setup.ids() == []
+    assert setup.offsets() == {1: 3}
+
+
+def test_a_batch_over_the_tablet_limit_fails_clearly_and_writes_nothing(setup) -> None:
+    """100,001 rows into the one tablet of the target: YT refuses the commit (1717); the error says what to do."""
+    produce_ids(setup.yt, setup.queue, 0, 4)
+    setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0})
+    ids = list(range(100_001))
+    message = setup.task_writer().write(iter([_batch(ids[:60_000]), _batch(ids[60_000:])]))
+    with pytest.raises(CommitError, match=r"too large for one tablet transaction .*1717.*100000 rows per tablet"):
+        setup.commit_writer().commit([message], 0)
+    assert setup.yt.get_tablet_infos(setup.output, [0])["tablets"][0]["total_row_count"] == 0
+    assert setup.offsets() == {}
+
+
+def test_a_query_started_below_its_consumer_is_refused(setup) -> None:
+    produce_ids(setup.yt, setup.queue, 0, 8)
+    setup.yt.advance_consumer(setup.consumer, setup.queue, partition_index=0, old_offset=0, new_offset=2)
+    setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0}, baseline={"0": 2})
+    message = setup.task_writer().write(iter([_batch([0, 1])]))
+    with pytest.raises(SpytQueueError, match=r"started below consumer .*startingOffsets=consumer"):
+        setup.commit_writer().commit([message], 0)
+    assert setup.ids() == [] and setup.offsets() == {0: 2}
+
+
+def test_unreadable_checkpoint_and_foreign_source_are_clear_errors(setup) -> None:
+    message = setup.task_writer().write(iter([_batch([0])]))
+    with pytest.raises(SpytQueueError, match=r"can not read Spark's offsets log .*offsets/0"):
+        setup.commit_writer().commit([message], 0)
+    directory = setup.checkpoint / "offsets"
+    directory.mkdir(parents=True)
+    kafka = {"version": 1, "source": "kafka:events", "partitions": {"events:0": 3}}
+    (directory / "0").write_text(f"v1\n{{}}\n{json.dumps(kafka)}")
+    with pytest.raises(SpytQueueError, match=r"exactly one YTsaurus queue .*holds no ytqueue YTsaurus queue source"):
+        setup.commit_writer().commit([message], 0)
+    assert setup.ids() == []
+
+
+@pytest.mark.parametrize(
+    ("extra", "drop", "message"),
+    [
+        ({}, "consumer_path", r"Invalid option 'consumer_path'.*same consumer_path as on spark.readStream"),
+        ({"transactional": "false"}, "", r"Invalid option 'consumer_path'.*only with transactional=true"),
+        ({"checkpointLocation": "hdfs://nn/chk"}, "", r"Invalid option 'checkpointLocation'.*local or mounted"),
+        ({}, "checkpointLocation", r"Invalid option 'checkpointLocation'.*offsets log"),
+        ({"producer_path": "//tmp/p"}, "", r"Invalid option 'transactional'.*producer_path"),
+    ],
+    ids=["no-consumer", "consumer-without-transactional", "hdfs-checkpoint", "no-checkpoint", "with-producer"],
+)
+def test_option_errors(setup, extra, drop, message) -> None:
+    options = setup.options(**extra).raw()
+    options.pop(drop.lower(), None)
+    with pytest.raises(OptionError, match=message):
+        yt_stream_writer(Options(options), ROWS)
+
+
+def test_batch_writes_refuse_transactional(setup) -> None:
+    from spyt_queue.spark.sink import yt_batch_writer
+
+    with pytest.raises(OptionError, match="only streaming writes"):
+        yt_batch_writer(setup.options(), ROWS, overwrite=False)
+
+
+# -- Spark queries ---------------------------------------------------------------------------------------------
+
+
+def _query(spark, s: Setup, checkpoint: str, trigger: dict[str, Any], transform=None, **source: Any):
+    """``queue -> (transform) -> output`` with ``transactional=true``; ``transform`` defaults to the filter
+    pipeline (every third id, no service columns)."""
+    reader = spark.readStream.format("ytqueue").option("proxy", s.proxy).option("consumer_path", s.consumer)
+    for key, value in source.items():
+        reader = reader.option(key, str(value))
+    df = reader.load(s.queue)
+    df = transform(df) if transform is not None else df.where("id % 3 = 0").select("id", "payload")
+    return (
+        df.writeStream.format("ytqueue")
+        .option("proxy", s.proxy)
+        .option("path", s.output)
+        .option("checkpointLocation", checkpoint)
+        .option("transactional", "true")
+        .option("consumer_path", s.consumer)
+        .trigger(**trigger)
+        .start()
+    )
+
+
+def _run(spark, s: Setup, checkpoint: str, **source: Any) -> None:
+    query = _query(spark, s, checkpoint, {"availableNow": True}, **source)
+    query.awaitTermination(180)
+    if query.isActive:
+        query.stop()
+        raise AssertionError("the query did not finish within 180 s")
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def _purge_last_commit(checkpoint: str) -> int:
+    """Delete the newest ``commits/N`` so Spark replays batch N (as if the driver died right after the sink)."""
+    commits = Path(checkpoint) / "commits"
+    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    return last
+
+
+def test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing(spark, setup, checkpoint) -> None:
+    """A filter (one row in three, no service columns) into an ordered table: the consumer is at the end as soon as
+    the run ends (it moved with each batch, not one trigger later); a replayed last batch, whose transaction had
+    committed, writes nothing; the next run goes on from there."""
+    ids = produce_ids(setup.yt, setup.queue, 0, 20)
+    _run(spark, setup, checkpoint, max_rows_per_partition=5)
+    assert setup.ids() == [i for i in ids if i % 3 == 0]
+    assert setup.offsets() == {0: 10, 1: 10}
+    assert _purge_last_commit(checkpoint) == 1
+    more = produce_ids(setup.yt, setup.queue, 20, 10)
+    _run(spark, setup, checkpoint, max_rows_per_partition=5)
+    assert setup.ids() == [i for i in ids + more if i % 3 == 0], "no duplicate from the replay, nothing lost"
+    assert setup.offsets() == {0: 15, 1: 15}
+
+
+def test_conflicting_advance_stops_the_query_with_nothing_written(spark, setup, checkpoint) -> None:
+    """Someone moves the consumer while a batch runs (here: from inside the batch's own task): the commit's
+    compare-and-set fails, the transaction is aborted, nothing is written, the query stops with
+    ConsumerConflictError."""
+    produce_ids(setup.yt, setup.queue, 0, 8)
+    proxy, consumer, queue = setup.proxy, setup.consumer, setup.queue
+
+    def move_consumer(df):
+        from pyspark.sql.functions import udf
+
+        def interfere(value: int) -> bool:
+            if value == 0:
+                from spyt_queue.yt.client import make_yt_client
+
+                make_yt_client(proxy).advance_consumer(consumer, queue, partition_index=0, old_offset=0, new_offset=1)
+            return True
+
+        return df.where(udf(interfere, "boolean")("id")).select("id", "payload")
+
+    query = _query(spark, setup, checkpoint, {"availableNow": True}, transform=move_consumer)
+    with pytest.raises(Exception, match=r"ConsumerConflictError: Consumer .* holds 1 for tablet 0"):
+        query.awaitTermination(180)
+    assert setup.ids() == []
+    assert setup.offsets() == {0: 1}
+
+
+_DRIVER = """
+import sys
+from pyspark.sql import SparkSession
+proxy, queue, consumer, output, checkpoint = sys.argv[1:6]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+df = (spark.readStream.format("ytqueue").option("proxy", proxy).option("consumer_path", consumer)
+      .option("max_rows_per_partition", "3").load(queue).where("id % 3 = 0").select("id", "payload"))
+query = (df.writeStream.format("ytqueue").option("proxy", proxy).option("path", output)
+         .option("checkpointLocation", checkpoint).option("transactional", "true").option("consumer_path", consumer)
+         .trigger(processingTime="200 milliseconds").start())
+print("started", flush=True)
+query.awaitTermination()
+"""
+
+
+@pytest.mark.parametrize("target", ["ordered", "sorted"])
+def test_driver_killed_mid_stream_then_resumed_loses_and_duplicates_nothing(
+    spark, yt, yt_proxy, yt_root, tmp_path, target
+) -> None:
+    """The filter pipeline in a driver process killed with SIGKILL while batches run (a batch may have inserted
+    under its transaction, or committed without Spark logging it). The restart, from the checkpoint (ordered
+    target) or with the checkpoint deleted, from the consumer (sorted target), ends with every kept row exactly
+    once and the consumer at the end of the queue."""
+    s = Setup(yt, yt_proxy, yt_root, str(tmp_path / "unused"), sorted_target=target == "sorted")
+    checkpoint = str(tmp_path / "chk")
+    ids = produce_ids(yt, s.queue, 0, 60)
+    script = tmp_path / "driver.py"
+    script.write_text(_DRIVER)
+    with open(tmp_path / "driver.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, str(script), yt_proxy, s.queue, s.consumer, s.output, checkpoint],
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            assert proc.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
+            if len(s.ids()) >= 4:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the driver wrote nothing in 180 s")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    written = s.ids()
+    assert len(written) < 20, "killed before the end: the restart has work to do"
+    assert written == sorted(set(written)), "what a killed driver left is committed batches only"
+    if target == "sorted":
+        import shutil
+
+        shutil.rmtree(checkpoint)
+    _run(spark, s, checkpoint)
+    assert s.ids() == [i for i in ids if i % 3 == 0]
+    assert s.offsets() == {0: 30, 1: 30}
