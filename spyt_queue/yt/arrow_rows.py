@@ -174,7 +174,9 @@ class RowConverter:
         convert = nested_converter(column.type_v3)
         return lambda values: pa.array([convert(v) for v in values], target)
 
-    def convert(self, rows: Sequence[Mapping[bytes, Any]], tablet: int, row_indexes: list[int]) -> pa.RecordBatch:
+    def convert(
+        self, rows: Sequence[Mapping[bytes, Any]], tablet: int, row_indexes: Sequence[int]
+    ) -> pa.RecordBatch:
         """One record batch for ``rows`` of ``tablet`` whose row indexes are ``row_indexes``.
 
         A row that does not convert raises :class:`BadRecordError` naming tablet, row and reason; with a dead-letter
@@ -197,11 +199,13 @@ class RowConverter:
         self.dead_letters.write(letters, f" (tablet {tablet})")
         return self._convert([rows[i] for i in good], tablet, [row_indexes[i] for i in good])
 
-    def _convert(self, rows: Sequence[Mapping[bytes, Any]], tablet: int, row_indexes: list[int]) -> pa.RecordBatch:
+    def _convert(
+        self, rows: Sequence[Mapping[bytes, Any]], tablet: int, row_indexes: Sequence[int]
+    ) -> pa.RecordBatch:
         arrays: list[pa.Array] = []
         if self.include_service_columns:
-            arrays.append(pa.array([tablet] * len(rows), pa.int64()))
-            arrays.append(pa.array(row_indexes, pa.int64()))
+            arrays.append(pa.repeat(pa.scalar(tablet, pa.int64()), len(rows)))
+            arrays.append(pa.array(row_indexes, pa.int64()))  # a range when the pull had no gap
         for column, key, field, build in self._columns:
             values = [row.get(key) for row in rows]
             try:
@@ -218,7 +222,7 @@ class RowConverter:
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
     def _bad_value(
-        self, column: YtColumn, values: list[Any], tablet: int, row_indexes: list[int], error: Exception
+        self, column: YtColumn, values: list[Any], tablet: int, row_indexes: Sequence[int], error: Exception
     ) -> BadRecordError:
         field = self.arrow_schema.field(column.name)
         build = self._column_builder(column, field, self.parsing_type_v3)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -53,6 +53,10 @@ TRANSIENT_PREDICATES = (
     "is_no_in_sync_replicas",
 )
 _RESOLVE_ERROR = 500
+#: Rows per pull: each pull costs a round trip and ``yt.wrapper``'s per-request work (a few ms), so fewer, larger
+#: pulls; the server still cuts a pull at its data-weight limit (16 MB by default).
+DEFAULT_PULL_BATCH_ROWS = 50_000
+_ROW_INDEX = b"$row_index"
 
 def is_transient_yt_error(error: BaseException) -> bool:
     """Whether a YT call that failed with ``error`` may succeed when retried (yt.wrapper's predicates and its own
@@ -81,6 +85,35 @@ def has_code(error: BaseException, code: int) -> bool:
     return isinstance(error, YtResponseError) and code in _codes(error.error)
 
 
+_DISCOVERY_CHECKED: set[int] = set()
+
+
+def skip_empty_proxy_discovery(client: YtClient) -> None:
+    """Ask the proxy once per client whether it has heavy proxies; if it has none, turn discovery off.
+
+    ``yt.wrapper`` asks ``/hosts`` before every heavy request (``pull_consumer``, ``select_rows``, ``insert_rows``,
+    ``advance_consumer``), one extra round trip each. With an empty answer it sends them to the proxy it was given,
+    which is what it does with discovery off: the routing is the same, minus a request per pull. A cluster that
+    lists heavy proxies keeps discovery (and its choice among them); so does a failed check.
+    """
+    key = id(client)
+    if key in _DISCOVERY_CHECKED:
+        return
+    _DISCOVERY_CHECKED.add(key)
+    proxy_config = client.config["proxy"]
+    if not proxy_config.get("enable_proxy_discovery", True):
+        return
+    try:
+        from yt.wrapper.http_driver import HeavyProxyProvider
+
+        heavy = HeavyProxyProvider(client)._discover_heavy_proxies()
+    except Exception as error:  # an old client without the method, or the proxy is unreachable right now
+        log.debug("heavy proxy discovery check failed: %s", error)
+        return
+    if not heavy:
+        proxy_config["enable_proxy_discovery"] = False
+
+
 class YtQueueBackend(QueueBackend):
     """One YT queue read through one consumer (or without a consumer for batch reads)."""
 
@@ -95,7 +128,7 @@ class YtQueueBackend(QueueBackend):
         parsing_type_v3: bool = False,
         include_service_columns: bool = False,
         binary_strings: bool = False,
-        pull_batch_rows: int = 10_000,
+        pull_batch_rows: int = DEFAULT_PULL_BATCH_ROWS,
         empty_pull_retries: int = 10,
     ) -> None:
         self.connection = connection
@@ -119,7 +152,9 @@ class YtQueueBackend(QueueBackend):
     @property
     def client(self) -> YtClient:
         """The process-wide cached ``YtClient``."""
-        return self.connection.client()
+        client = self.connection.client()
+        skip_empty_proxy_discovery(client)
+        return client
 
     @property
     def source_id(self) -> str:
@@ -256,8 +291,7 @@ class YtQueueBackend(QueueBackend):
                 time.sleep(min(0.05 * 2**empty_pulls, 2.0))
                 continue
             empty_pulls = 0
-            indexes = [row[b"$row_index"] for row in rows]
-            first = indexes[0]
+            first, last = rows[0][_ROW_INDEX], rows[-1][_ROW_INDEX]
             if first < expected:
                 raise SpytQueueError(f"{self.describe(partition)}: asked for rows from {expected} but got row {first}")
             if first > expected:
@@ -265,10 +299,14 @@ class YtQueueBackend(QueueBackend):
                     f"rows [{expected}, {min(first, end)}) of {self.describe(partition)} were removed "
                     "(trimmed) before they were read"
                 )
-            if indexes[-1] - first + 1 != len(indexes):
+            indexes: Sequence[int]
+            if last - first + 1 == len(rows):  # rows come in row order: no gap, no per-row index list
+                indexes = range(first, last + 1)
+            else:
+                indexes = [row[_ROW_INDEX] for row in rows]
                 self._report_gaps(partition, indexes, on_data_loss)
             if indexes[-1] >= end:
-                keep = sum(1 for i in indexes if i < end)
+                keep = end - first if isinstance(indexes, range) else sum(1 for i in indexes if i < end)
                 rows, indexes = rows[:keep], indexes[:keep]
             if rows:
                 yield self._converter.convert(rows, tablet, indexes)
@@ -276,7 +314,7 @@ class YtQueueBackend(QueueBackend):
             else:
                 expected = end
 
-    def _report_gaps(self, partition: str, indexes: list[int], on_data_loss: DataLossHandler) -> None:
+    def _report_gaps(self, partition: str, indexes: Sequence[int], on_data_loss: DataLossHandler) -> None:
         for previous, current in itertools.pairwise(indexes):
             if current != previous + 1:
                 on_data_loss.report(

@@ -8,7 +8,7 @@ import os
 from spyt_queue.deadletter import dead_letter_target
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
-from spyt_queue.yt.backend import YtConnection, YtQueueBackend
+from spyt_queue.yt.backend import DEFAULT_PULL_BATCH_ROWS, YtConnection, YtQueueBackend
 from spyt_queue.yt.client import check_proxy_reachable
 
 log = logging.getLogger("spyt_queue.yt")
@@ -109,7 +109,7 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
     parsing_type_v3 = options.get_bool("parsing_type_v3", False)
     include_service_columns = options.get_bool("include_service_columns", False)
     binary_strings = options.get_bool("binary_strings", False)
-    pull_batch_rows = options.get_int("pull_batch_rows", 10_000) or 10_000
+    pull_batch_rows = options.get_int("pull_batch_rows", DEFAULT_PULL_BATCH_ROWS) or DEFAULT_PULL_BATCH_ROWS
     connect_timeout(options)
     backend = YtQueueBackend(
         connection=connection_from_options(options),

@@ -1,4 +1,4 @@
-"""The YT consumer store's commit costs the same number of HTTP round trips whatever the partition count."""
+"""HTTP round trips of the YT backend: a commit costs the same whatever the partition count, a pull costs one."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from collections.abc import Iterator
 import pytest
 
 from spyt_queue.errors import ConsumerConflictError
+from spyt_queue.spark.partitions import DataLossPolicy
 from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.admin import column, create_consumer, create_queue
+from spyt_queue.yt.backend import YtQueueBackend
 from spyt_queue.yt.client import YtConnection
 
 
@@ -50,3 +52,22 @@ def test_advance_of_64_partitions_is_one_request_and_still_compare_and_set(yt, y
     with pytest.raises(ConsumerConflictError):  # each part is still a compare-and-set: nothing moves
         store.advance(stale, {key: 100 for key in keys})
     assert store.committed() == {key: 2 + int(key) for key in keys}
+
+
+def test_each_pull_is_one_request_without_a_proxy_discovery_before_it(yt, yt_proxy, yt_root, commands) -> None:
+    """The embedded server lists no heavy proxies; ``yt.wrapper`` would still ask ``/hosts`` before every pull."""
+    queue, consumer = f"{yt_root}/queue", f"{yt_root}/consumer"
+    create_queue(yt, queue, [column("id", "int64")], tablet_count=1)
+    create_consumer(yt, consumer, queue)
+    yt.insert_rows(queue, [{"id": i} for i in range(30)])
+    backend = YtQueueBackend(YtConnection(yt_proxy, config={"proxy": {"request_timeout": 61_000}}), queue, consumer)
+    backend.pull_batch_rows = 10
+    backend.schema()  # the driver's first call: the client checks discovery here, once
+    commands.clear()
+
+    batches = list(backend.read_range("0", 0, 30, DataLossPolicy(True)))
+
+    assert [b.num_rows for b in batches] == [10, 10, 10]
+    assert sum(b.column("id").to_pylist() == list(range(i * 10, i * 10 + 10)) for i, b in enumerate(batches)) == 3
+    assert commands["pull_consumer"] == 3
+    assert commands["hosts"] == 0, f"no discovery before each pull, got {dict(commands)}"
