@@ -48,6 +48,7 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.connect import check_sink_options
+from spyt_queue.deadletter import log_batch, sink_dead_letters, yson_payload
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.options import Options
 from spyt_queue.spark.source import _user_errors
@@ -131,6 +132,7 @@ class KuduSinkConfig:
     key_check: bool = True
     scan_batch: int = 1000
     timestamp_columns: tuple[str, ...] = ()
+    dead_letters: Any = None  # BoundDeadLetters (deadLetter.*): rows with a null key go there instead of failing
 
 
 @dataclass
@@ -142,6 +144,7 @@ class KuduWriteCommit(WriterCommitMessage):
     mutations: dict[str, int] = field(default_factory=dict)
     scans: int = 0
     planned_keys: list[str] = field(default_factory=list)
+    dead_letters: int = 0
 
 
 # ------------------------------------------------------------------------------------------- the task
@@ -173,8 +176,11 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
 
     rows = _rows(batches, config.timestamp_columns)
     planner = config.planner
+    diverted = _divert_null_keys(config, rows) if config.dead_letters is not None else 0
+    if diverted:
+        rows = [row for row in rows if not any(v is None for v in key_of(row, planner.key))]
     if not rows:
-        return KuduWriteCommit(rows=0, keys=0)
+        return KuduWriteCommit(rows=0, keys=0, dead_letters=diverted)
     table = get_client(config.masters, jars=config.jars).table(config.table)
     keys: dict[Key, None] = {}
     for row in rows:
@@ -210,7 +216,35 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
                     ) from None
                 raise
     planned = [repr(k) for k in keys] if config.key_check else []
-    return KuduWriteCommit(rows=len(rows), keys=len(keys), mutations=dict(counts), scans=scans, planned_keys=planned)
+    return KuduWriteCommit(
+        rows=len(rows),
+        keys=len(keys),
+        mutations=dict(counts),
+        scans=scans,
+        planned_keys=planned,
+        dead_letters=diverted,
+    )
+
+
+def _divert_null_keys(config: KuduSinkConfig, rows: list[dict[str, Any]]) -> int:
+    """Write the rows with a null key column to the dead-letter target (durably, before anything is applied);
+    how many there were."""
+    from pyspark import TaskContext
+
+    from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
+
+    context = TaskContext.get()
+    task = f"spark-partition-{context.partitionId()}" if context is not None else "this task"
+    letters = []
+    for position, row in enumerate(rows):
+        key = key_of(row, config.planner.key)
+        if not any(v is None for v in key):
+            continue
+        tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
+        where = (str(tablet), int(index)) if tablet is not None and index is not None else (task, position)
+        error = f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(config.planner.key, key)})"
+        letters.append(config.dead_letters.letter(*where, error, yson_payload(row)))
+    return config.dead_letters.write(letters, f" ({task})")
 
 
 def check_one_task_per_key(messages: Sequence[WriterCommitMessage | None], table: str, key: Sequence[str]) -> None:
@@ -260,6 +294,7 @@ class KuduStreamWriter(DataSourceStreamArrowWriter):
         if self.config.key_check:
             _user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
         log.info("Kudu micro-batch %s committed: %s", batchId, _summary(messages))
+        log_batch(messages, batchId, self.config.dead_letters)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Mutations of successful tasks stay; the replay re-plans the whole batch against them (idempotent)."""
@@ -393,6 +428,7 @@ def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
         key_check=options.get_bool("key_check", True),
         scan_batch=options.get_int("scan_batch", 1000) or 1000,
         timestamp_columns=timestamps,
+        dead_letters=sink_dead_letters(options, f"kudu:{table}"),
     )
 
 

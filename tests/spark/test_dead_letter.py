@@ -8,6 +8,7 @@ written fails the batch: nothing is committed (dead letters are durable before a
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -350,3 +351,54 @@ def test_status_counts_the_records_of_a_dead_letter_topic(kafka_bootstrap, check
     assert result.exit_code == 0, result.stdout + result.stderr
     lines = [line.replace("│", " ").split() for line in result.stdout.splitlines()]
     assert [f"{topic.name}:0", "2"] in lines and ["total", "2"] in lines, result.stdout
+
+
+# -- the Kudu sink ---------------------------------------------------------------------------------------------
+
+
+def _to_kudu(df: Any, kudu: Any, table: str, checkpoint: str, **options: Any) -> Any:
+    writer = (
+        df.writeStream.format("spyt_kudu")
+        .option("kudu.master", kudu.master_addresses)
+        .option("table", table)
+        .option("create_table", "true")
+        .option("planner", "append")
+        .option("planner.key", "k")
+        .option("checkpointLocation", checkpoint)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    return writer.trigger(availableNow=True).start()
+
+
+def _kudu_input(spark: Any, yt: Any, proxy: str, root: str) -> tuple[Any, str, str]:
+    rows = [{"id": i, "payload": f"p{i}", "small": 0} for i in range(4)]
+    queue, consumer = _queue(yt, root, SINK_COLUMNS, rows)
+    df = _read(spark, proxy, queue, consumer).selectExpr("CASE WHEN id = 2 THEN NULL ELSE id END AS k", "id", *SOURCE)
+    return df, queue, consumer
+
+
+def test_kudu_sink_null_key_stops_the_query_by_default(spark, yt, yt_proxy, yt_root, kudu, checkpoint) -> None:
+    df, queue, consumer = _kudu_input(spark, yt, yt_proxy, yt_root)
+    error = query_failure(_to_kudu(df, kudu, f"dl_{uuid.uuid4().hex[:8]}", checkpoint))
+    assert "BadRecordError: Kudu sink: NULL in a key column of table" in str(error), error
+    assert _offsets(yt, queue, consumer) == {}
+
+
+def test_kudu_sink_null_key_goes_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, kudu, checkpoint) -> None:
+    from spyt_queue.sinks.kudu.client import get_client
+
+    df, queue, consumer = _kudu_input(spark, yt, yt_proxy, yt_root)
+    table, dead = f"dl_{uuid.uuid4().hex[:8]}", f"{yt_root}/dead"
+    options = {"deadLetter.path": dead, "deadLetter.create": "true", "deadLetter.proxy": yt_proxy}
+    _finish(_to_kudu(df, kudu, table, checkpoint, **options))
+    assert sorted(r["id"] for r in get_client(kudu.master_addresses).table(table).read_all()) == [0, 1, 3]
+    (letter,) = _dead_letters(yt, dead)
+    assert (letter["source"], letter["stage"], letter["partition"], letter["offset"]) == (
+        f"kudu:{table}",
+        "sink",
+        "0",
+        2,
+    )
+    assert "NULL in a key column" in letter["error"] and _payload(letter)[b"id"] == 2
+    assert _offsets(yt, queue, consumer) == {0: 4}
