@@ -115,7 +115,8 @@ def table_name(idl: ModuleType, table: str) -> Any:
 
 
 class Thrift2Client:
-    """One connection to a Thrift2 gateway: ``client`` is the raw ``THBaseService`` client, ``idl`` the module."""
+    """One connection to a Thrift2 gateway: ``client`` is the raw ``THBaseService`` client, ``idl`` the compiled IDL,
+    ``transport`` the connection's Thrift transport (as ``happybase.Connection.transport``)."""
 
     def __init__(
         self,
@@ -126,21 +127,18 @@ class Thrift2Client:
         protocol: str = "binary",
         idl: str | None = None,
     ) -> None:
-        from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
-        from thriftpy2.rpc import make_client
-        from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
+        from thriftpy2.protocol import TBinaryProtocol, TCompactProtocol
+        from thriftpy2.thrift import TClient
+        from thriftpy2.transport import TBufferedTransport, TFramedTransport, TSocket
 
         self.idl = load_idl(idl)
         self.host, self.port = host, port
+        self.socket = TSocket(host, port, socket_timeout=timeout_ms, connect_timeout=timeout_ms)
+        self.transport = (TFramedTransport if transport == "framed" else TBufferedTransport)(self.socket)
+        protocol_class = TCompactProtocol if protocol == "compact" else TBinaryProtocol
+        self.client = TClient(self.idl.THBaseService, protocol_class(self.transport, decode_response=False))
         try:
-            self.client = make_client(
-                self.idl.THBaseService,
-                host,
-                port,
-                timeout=timeout_ms,
-                trans_factory=TFramedTransportFactory() if transport == "framed" else TBufferedTransportFactory(),
-                proto_factory=TCompactProtocolFactory() if protocol == "compact" else TBinaryProtocolFactory(),
-            )
+            self.transport.open()
         except Exception as error:
             raise UnreachableError(
                 f"HBase Thrift2 gateway {host}:{port} did not answer ({error}); check the 'thrift' option and that "
@@ -148,8 +146,8 @@ class Thrift2Client:
             ) from None
 
     def close(self) -> None:
-        """Close the socket."""
-        self.client.close()
+        """Close the connection."""
+        self.transport.close()
 
     def table_exists(self, table: str) -> bool:
         """Whether ``table`` exists."""

@@ -420,6 +420,8 @@ def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -
 
     Per Arrow batch the row keys, cell values and timestamps are computed column by column (:mod:`codec`); the
     only per-row Python work left is building the Thrift structs."""
+    from thriftpy2.transport import TTransportException  # installed with happybase (the hbase extra)
+
     types = {f.name: f.dataType for f in settings.schema.fields}
     sender = _Sender(settings)
     commit = HBaseWriteCommit()
@@ -428,7 +430,15 @@ def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -
     def send(mutations: list[Any]) -> None:
         nonlocal done
         try:
-            sender.send(mutations)
+            try:
+                sender.send(mutations)
+            except (TTransportException, OSError):
+                # The gateway closes connections idle longer than hbase.thrift.server.socket.read.timeout (60 s by
+                # default): a worker's cached connection is often closed when the next batch comes. Puts are
+                # idempotent (the same cells again; with timestamp_column the same versions), so send again once
+                # on a new connection.
+                drop_connection(settings)
+                sender.send(mutations)
         except Exception as error:
             drop_connection(settings)
             raise SpytQueueError(

@@ -141,20 +141,28 @@ class HBaseStore(CommitLogStore):
 
         return isinstance(error, (TTransportException, _thrift().IOError, OSError))
 
-    def _call(self, fn):
-        """``fn(connection)``; a transport error drops the connection so the retry reconnects."""
+    def _call(self, fn, idempotent: bool = False):
+        """``fn(connection)``; a transport error drops the connection so the retry reconnects. An ``idempotent``
+        call (reads, the table check, pruning) is retried at once on a new connection: the gateway closes
+        connections idle longer than ``hbase.thrift.server.socket.read.timeout`` (60 s by default), so a store
+        idle between batches finds its connection closed. A commit's ``checkAndPut`` is not retried here: the
+        committer retries the whole advance, which tells a lost reply from a conflict."""
         with self._lock:
-            try:
-                return fn(self.connection())
-            except Exception as error:
-                if self.is_transient(error) and not _is_reply(error):
+            for attempt in (1, 2):
+                try:
+                    return fn(self.connection())
+                except Exception as error:
+                    if not self.is_transient(error) or _is_reply(error):
+                        raise
                     conn, self._conn = self._conn, None
                     if conn is not None:
                         try:
                             conn.close()
                         except Exception:  # already broken
                             pass
-                raise
+                    if not idempotent or attempt == 2:
+                        raise
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------------------------------- table
 
@@ -186,7 +194,7 @@ class HBaseStore(CommitLogStore):
             self._table_checked = True
             return True
 
-        return self._call(check)
+        return self._call(check, idempotent=True)
 
     # ------------------------------------------------------------------------------------------- reads
 
@@ -221,7 +229,7 @@ class HBaseStore(CommitLogStore):
         def scan(conn) -> list:
             return list(conn.table(self.table).scan(row_prefix=self.prefix, columns=[self.column], limit=1))
 
-        rows = self._call(scan)
+        rows = self._call(scan, idempotent=True)
         if not rows:
             return 0, {}
         return self._parse(*rows[0])
@@ -236,7 +244,7 @@ class HBaseStore(CommitLogStore):
             return list(table.scan(row_prefix=self.prefix, columns=[self.column], limit=limit, include_timestamp=True))
 
         result = []
-        for row, cells in self._call(scan):
+        for row, cells in self._call(scan, idempotent=True):
             value, ts = cells[self.column]
             commit, positions = self._parse(row, {self.column: value})
             result.append((commit, ts, positions))
@@ -269,7 +277,7 @@ class HBaseStore(CommitLogStore):
                     batch.delete(row)
 
         try:
-            self._call(prune)
+            self._call(prune, idempotent=True)
         except Exception as error:  # the commit is written; pruning is retried 16 commits later
             if not self.is_transient(error):
                 raise

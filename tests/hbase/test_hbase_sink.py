@@ -178,6 +178,29 @@ def test_a_failed_mutation_fails_the_task_naming_table_and_row(spark, hbase, api
     assert write_task(settings, iter([])) == HBaseWriteCommit()
 
 
+def test_a_connection_the_gateway_closed_while_idle_is_reopened(hbase, api) -> None:
+    """The gateways close connections idle longer than 60 s (``hbase.thrift.server.socket.read.timeout``): a Python
+    worker's cached connection then fails its next call with end-of-file ("TSocket read 0 bytes"). The task sends
+    again on a new connection instead of failing the query (puts are idempotent)."""
+    import pyarrow as pa
+
+    from spyt_queue.sinks.hbase.writer import connection
+
+    from .helpers import close_from_the_gateway_side
+
+    table = table_name()
+    conn = hbase.connection()
+    conn.create_table(table, {"d": {}})
+    conn.close()
+    schema = T.StructType([T.StructField("id", T.StringType()), T.StructField("x", T.StringType())])
+    settings = settings_from_options(Options({**gateway(hbase, api), "table": table, "row_key": "id"}), schema)
+    write_task(settings, iter([pa.RecordBatch.from_pydict({"id": ["r1"], "x": ["a"]})]))
+    close_from_the_gateway_side(connection(settings).transport.sock)
+    commit = write_task(settings, iter([pa.RecordBatch.from_pydict({"id": ["r2", "r3"], "x": ["b", "c"]})]))
+    assert commit.rows == 2
+    assert cells(hbase, table) == {b"r1": {b"d:x": b"a"}, b"r2": {b"d:x": b"b"}, b"r3": {b"d:x": b"c"}}
+
+
 def test_bad_options_name_the_option(spark, hbase) -> None:
     df = spark.createDataFrame([("k", [1])], "id string, xs array<int>")
     with pytest.raises(Exception, match="column 'xs' has type array<int>"):

@@ -92,3 +92,17 @@ def test_uri_parsing_and_errors() -> None:
     for bad in ("hbase://h:9090/", "hbase://h:x/t", "hbase://h:9090/t?ttl=3", "hbase://h/t?keep=-1", "hbase://h/a/b"):
         with pytest.raises(OptionError, match=r"offsets\.store"):
             parse_uri(bad)
+
+
+def test_reads_survive_a_connection_the_gateway_closed_while_idle(hbase) -> None:
+    """A store idle between batches longer than the gateway's 60 s read timeout finds its connection closed: reads
+    (here the check of the newest commit a restart makes) reconnect and answer instead of failing the query."""
+    from .helpers import close_from_the_gateway_side
+
+    store = HBaseStore(hbase.thrift_host, hbase.thrift_port, table_name(), "yt://q", "g")
+    store.advance({"0": None}, {"0": 5})
+    close_from_the_gateway_side(store.connection().transport.sock)
+    assert store.committed() == {"0": 5}
+    close_from_the_gateway_side(store.connection().transport.sock)
+    assert [c for c, _, _ in store.history()] == [1]
+    store.close()
