@@ -402,3 +402,24 @@ def test_kudu_sink_null_key_goes_to_the_dead_letter_table(spark, yt, yt_proxy, y
     )
     assert "NULL in a key column" in letter["error"] and _payload(letter)[b"id"] == 2
     assert _offsets(yt, queue, consumer) == {0: 4}
+
+
+def test_kafka_batch_write_null_topic_goes_to_the_dead_letter_topic(spark, kafka_bootstrap, checkpoint) -> None:
+    """``df.write`` too: a row with a null ``topic`` (and no ``topic`` option) is dead-lettered, the others land."""
+    target = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    dead = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    rows = [(None if i == 1 else target.name, f"v{i}") for i in range(3)]
+    df = spark.createDataFrame(rows, "topic string, value string").coalesce(1)
+    (
+        df.write.format("ytqueue")
+        .mode("append")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("deadLetter.topic", dead.name)
+        .save()
+    )
+    assert sorted(m.value() for m in _topic_records(kafka_bootstrap, target.name)) == [b"v0", b"v2"]
+    (letter,) = _topic_records(kafka_bootstrap, dead.name)
+    headers = {k: v.decode() for k, v in letter.headers()}
+    assert (headers["deadletter.partition"], headers["deadletter.offset"]) == ("spark-partition-0", "1")
+    assert headers["deadletter.error"] == "Null 'topic' and no 'topic' option"
+    assert yson.loads(letter.value(), encoding=None) == {b"topic": None, b"value": b"v1"}
