@@ -311,6 +311,18 @@ def batch_range(checkpoint: Path, batch_id: int) -> BatchRange:
 # -- the commit -----------------------------------------------------------------------------------------------
 
 
+def refuse_start_below_consumer(batch: BatchRange, consumer: str) -> None:
+    """Refuse a query that started below its consumer: the source journals the consumer's positions ahead of the
+    query's start (``baseline``) in the end of its first batch, and keeps those not reached yet in later ends."""
+    if batch.baseline:
+        key = sorted_partitions(batch.baseline)[0]
+        raise SpytQueueError(
+            f"transactional=true: the query started below consumer {consumer} (tablet {key} committed at "
+            f"{batch.baseline[key]}, the query started at {batch.start.get(key)}): the transactional mode resumes from "
+            "the consumer; use startingOffsets=consumer (the default) or a new consumer"
+        )
+
+
 def expected_positions(batch: BatchRange, current: Mapping[str, int | None], consumer: str) -> dict[str, int | None]:
     """The consumer positions the batch's compare-and-set starts from (``None``: no row yet).
 
@@ -319,13 +331,7 @@ def expected_positions(batch: BatchRange, current: Mapping[str, int | None], con
     end. Anything else was moved by someone else: :class:`ConsumerConflictError`. A query that started *below* its
     consumer (``startingOffsets=earliest`` under a consumer that is ahead) is refused: its first batch could end
     exactly where the consumer was, and a replay could then not tell whether the batch had committed."""
-    if batch.baseline:
-        key = sorted_partitions(batch.baseline)[0]
-        raise SpytQueueError(
-            f"transactional=true: the query started below consumer {consumer} (tablet {key} committed at "
-            f"{batch.baseline[key]}, the query started at {batch.start.get(key)}): the transactional mode resumes from "
-            "the consumer; use startingOffsets=consumer (the default) or a new consumer"
-        )
+    refuse_start_below_consumer(batch, consumer)
     old: dict[str, int | None] = {}
     for key in sorted_partitions(batch.end):
         value = current.get(key)
@@ -354,7 +360,13 @@ def commit_batch(
     ``transaction_id`` is ``None`` when the batch had no task: a transaction is started for the advance alone."""
     from spyt_queue.stores.yt_consumer import YtConsumerStore
 
-    batch = batch_range(settings.checkpoint, batch_id)
+    try:
+        batch = batch_range(settings.checkpoint, batch_id)
+        refuse_start_below_consumer(batch, settings.consumer_path)  # before the replay check: the end may equal it
+    except BaseException:
+        if transaction_id:
+            abort(connection, transaction_id)
+        raise
     store = YtConsumerStore(connection, batch.queue_path, settings.consumer_path)
     tx = transaction_id or start_transaction(connection, settings.timeout_ms)
     try:

@@ -184,6 +184,18 @@ def test_a_query_started_below_its_consumer_is_refused(setup) -> None:
     assert setup.ids() == [] and setup.offsets() == {0: 2}
 
 
+def test_a_transaction_gone_before_the_commit_fails_it_clearly(setup) -> None:
+    """The batch's transaction is gone at commit (here aborted, as the server does when ``transaction_timeout``
+    passes without a ping): the commit says so, nothing is written."""
+    produce_ids(setup.yt, setup.queue, 0, 4)
+    setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0})
+    message = setup.task_writer(transaction_timeout=30).write(iter([_batch([0, 1])]))
+    setup.yt.abort_transaction(message.transaction_id)
+    with pytest.raises(CommitError, match=r"is gone before its commit .*transaction_timeout=30 s"):
+        setup.commit_writer(transaction_timeout=30).commit([message], 0)
+    assert setup.ids() == [] and setup.offsets() == {}
+
+
 def test_unreadable_checkpoint_and_foreign_source_are_clear_errors(setup) -> None:
     message = setup.task_writer().write(iter([_batch([0])]))
     with pytest.raises(SpytQueueError, match=r"can not read Spark's offsets log .*offsets/0"):
@@ -303,6 +315,24 @@ def test_conflicting_advance_stops_the_query_with_nothing_written(spark, setup, 
         query.awaitTermination(180)
     assert setup.ids() == []
     assert setup.offsets() == {0: 1}
+
+
+def test_a_query_started_below_its_consumer_is_refused_even_when_its_first_batch_ends_there(
+    spark, setup, checkpoint
+) -> None:
+    """``startingOffsets=earliest`` under a consumer at 2, first batch ``[0, 2)``: the consumer already holds the
+    batch's end, which must not be taken for a committed replay (rows 0 and 1 would be lost). The source journals
+    the consumer's old positions in the batch's end; the sink refuses the query."""
+    produce_ids(setup.yt, setup.queue, 0, 8)
+    for tablet in (0, 1):
+        setup.yt.advance_consumer(setup.consumer, setup.queue, partition_index=tablet, old_offset=0, new_offset=2)
+    query = _query(
+        spark, setup, checkpoint, {"availableNow": True}, startingOffsets="earliest", max_rows_per_partition=2
+    )
+    with pytest.raises(Exception, match=r"started below consumer .*startingOffsets=consumer"):
+        query.awaitTermination(180)
+    assert setup.ids() == []
+    assert setup.offsets() == {0: 2, 1: 2}
 
 
 _DRIVER = """
