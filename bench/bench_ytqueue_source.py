@@ -32,6 +32,35 @@ from spyt_queue.yt.client import make_yt_client
 GOAL = 1.5
 
 
+def _cpu_of(pid: int) -> float:
+    """CPU seconds of a process and its reaped children (``/proc/<pid>/stat``: utime, stime, cutime, cstime)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds of ``root`` and every live descendant (Spark's JVM, its Python daemon and workers)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    total, stack = 0.0, [root]
+    while stack:
+        pid = stack.pop()
+        total += _cpu_of(pid)
+        stack.extend(parents.get(pid, []))
+    return total
+
+
 def fill(client, queue: str, rows: int, tablets: int) -> None:
     """Write ``rows`` small rows (an id and a ~40-byte payload) spread over the tablets."""
     chunk = 50_000
@@ -148,8 +177,15 @@ def main() -> None:
         register(spark)
         spark_run(spark, proxy, queue, consumer, str(work / "warmup"), args.pull_rows)  # JVM and worker warm-up
 
+        jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
+        server_pid = server.pid if server is not None else None
+        server_cpu0, own_cpu0 = _cpu_of(server_pid) if server_pid else 0.0, time.process_time()
         loop_rows, loop_s = pull_loop(client, queue, consumer, args.tablets, args.pull_rows)
+        server_cpu1, own_cpu1, jvm_cpu1 = _cpu_of(server_pid) if server_pid else 0.0, time.process_time(), tree_cpu(jvm)
         src_rows, src_s, add_batch_s = spark_run(spark, proxy, queue, consumer, str(work / "chk"), args.pull_rows)
+        server_cpu2, own_cpu2, jvm_cpu2 = _cpu_of(server_pid) if server_pid else 0.0, time.process_time(), tree_cpu(jvm)
+        loop_cpu = (own_cpu1 - own_cpu0) + (server_cpu1 - server_cpu0)
+        src_cpu = (own_cpu2 - own_cpu1) + (server_cpu2 - server_cpu1) + (jvm_cpu2 - jvm_cpu1)
         print()
         for label, rows, seconds in (
             ("plain yt.wrapper pull loop", loop_rows, loop_s),
@@ -160,6 +196,15 @@ def main() -> None:
         loop_rate = loop_rows / loop_s
         print(f"ratio ytqueue / pull loop  : {(src_rows / src_s) / loop_rate:.2f}  (goal >= {GOAL})")
         print(f"ratio, batches only        : {(src_rows / add_batch_s) / loop_rate:.2f}  (without query start-up)")
+        print(
+            f"CPU seconds (client + server; the source: driver, JVM, Python workers, server): loop {loop_cpu:.2f}, "
+            f"source {src_cpu:.2f}; rows per CPU-second: loop {loop_rows / loop_cpu:,.0f}, "
+            f"source {src_rows / src_cpu:,.0f}"
+        )
+        print(
+            f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall-time ratios "
+            "favour the single-threaded loop when the cores are oversubscribed)"
+        )
         cost = trigger_cost(proxy, root)
         print(f"driver cost of one trigger with 256 tablets: {cost * 1000:.1f} ms")
         spark.stop()
