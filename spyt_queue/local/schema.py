@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -230,9 +231,7 @@ class TableSchema:
         """
         if not rows:
             return
-        present: set[bytes] = set()
-        for row in rows:
-            present.update(row)
+        present: set[bytes] = set(itertools.chain.from_iterable(rows))  # every key of every row, in one C loop
         allowed = set(self.by_bname) | set(extra_allowed)
         if ordered:
             allowed.add(TABLET_INDEX)
@@ -286,7 +285,7 @@ class TableSchema:
                 skip_missing=partial and not column.sort_order,
                 positional=complex_type_mode == "positional",
             )
-            longest += _check_lengths(column, rows, path)
+            longest += _check_lengths(column, values, path)
         if not keys_only:
             _check_row_weights(columns, longest, rows, path)
         if ordered and TABLET_INDEX in present:
@@ -519,24 +518,23 @@ ROW_WEIGHT_LIMIT_EXCEEDED = 308
 _STRING_KINDS = ("string", "utf8", "json", "uuid", "decimal")
 
 
-def _check_lengths(column: Column, rows: list[dict[bytes, Any]], path: str) -> int:
+def _check_lengths(column: Column, values: list[Any], path: str) -> int:
     """Refuse a string-like value longer than 16 MiB, as ``ValidateDynamicValue`` does (error 326).
 
-    Returns the longest value's length (0 for other columns), for the row weight bound.
+    ``values``: the column's value in every row (``None`` where absent). Returns the longest value's length (0 for
+    other columns), for the row weight bound.
     """
     kind = column.check
     if kind not in _STRING_KINDS and kind != "any":
         return 0
-    name = column.bname
     if kind == "any":
         physical = "any"
-        lengths = [
-            len(dumps_value(v)) for row in rows if (v := row.get(name)) is not None and not isinstance(v, (int, float))
-        ]
+        longest = max(
+            (len(dumps_value(v)) for v in values if v is not None and not isinstance(v, (int, float))), default=0
+        )
     else:
         physical = "string"
-        lengths = [len(v) for row in rows if (v := row.get(name)) is not None]
-    longest = max(lengths, default=0)
+        longest = max(map(len, filter(None, values)), default=0)  # empty and missing values cannot be the longest
     if longest > MAX_STRING_VALUE_LENGTH:
         raise YtError(
             f'Value of type "{physical}" is too long for dynamic data: length {longest}, '

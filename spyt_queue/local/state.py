@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import operator
 import random
 import threading
 from collections.abc import Iterator
@@ -616,11 +617,14 @@ class State:
         assert table is not None
         by_tablet: dict[int, list[dict[bytes, Any]]] = {}
         default_tablet: int | None = None
-        explicit = [row for row in rows if TABLET_INDEX in row]
-        if len(explicit) == len(rows) and rows:
-            indexes = [int(row.pop(TABLET_INDEX)) for row in rows]
-            for index, row in zip(indexes, rows, strict=True):
-                by_tablet.setdefault(index, []).append(row)
+        explicit = sum(1 for row in rows if TABLET_INDEX in row)
+        if explicit == len(rows) and rows:
+            indexes = list(map(operator.methodcaller("pop", TABLET_INDEX), rows))
+            if len(set(indexes)) == 1:  # the usual batch: one tablet, no per-row grouping
+                by_tablet[int(indexes[0])] = rows
+            else:
+                for index, row in zip(indexes, rows, strict=True):
+                    by_tablet.setdefault(int(index), []).append(row)
         else:
             for row in rows:
                 index = row.pop(TABLET_INDEX, None)
