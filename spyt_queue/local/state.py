@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
 import random
 import threading
@@ -617,7 +618,7 @@ class State:
         assert table is not None
         by_tablet: dict[int, list[dict[bytes, Any]]] = {}
         default_tablet: int | None = None
-        explicit = sum(1 for row in rows if TABLET_INDEX in row)
+        explicit = sum(map(operator.contains, rows, itertools.repeat(TABLET_INDEX)))
         if explicit == len(rows) and rows:
             indexes = list(map(operator.methodcaller("pop", TABLET_INDEX), rows))
             if len(set(indexes)) == 1:  # the usual batch: one tablet, no per-row grouping
