@@ -1,6 +1,6 @@
 """The long chaos run: a producer keeps writing numbered ids while the streaming driver is SIGKILLed at random moments
 (once with its checkpoints deleted), the embedded YT server is SIGKILLed and the Kafka broker too, each restarted;
-then every pipeline is drained and compared with its source.
+then every pipeline catches up and is compared with its source.
 
     .venv/bin/python bench/chaos.py [--kills 20] [--rows 1000000] [--seconds 600] [--pipelines a,b] [--seed N]
 

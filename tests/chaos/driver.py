@@ -1,11 +1,10 @@
-"""The streaming driver the chaos harness kills: ``python tests/chaos/driver.py SPEC.json stream|drain``.
+"""The streaming driver the chaos harness kills: ``python tests/chaos/driver.py SPEC.json``.
 
 It runs every query of the spec (written by :mod:`tests.chaos.harness`) in one SparkSession, started one after the
 other, each once the previous one has reported progress (two queries of one Python data source started at the same
-moment can fail while Spark deserializes their tasks; see issue 13). ``stream``: processing-time triggers until it is
-killed; a query that fails (the YT server or the Kafka broker was killed under it) is restarted from its checkpoint
+moment can fail while Spark deserializes their tasks; see issue 13), with processing-time triggers, until it is
+killed. A query that fails (the YT server or the Kafka broker was killed under it) is restarted from its checkpoint
 in this process after a pause, at most ``max_query_restarts`` times, each logged on stderr as ``query-restart``.
-``drain``: one ``Trigger.AvailableNow`` run per query; exit status 0 when all of them finished without an error.
 """
 
 from __future__ import annotations
@@ -40,14 +39,13 @@ def wait_initialised(query: Any) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Run the spec in ``argv[1]`` in mode ``argv[2]``; the exit status."""
+    """Run the spec in ``argv[1]`` until killed; the exit status when too many query restarts were needed."""
     spec = json.loads(open(argv[1]).read())
-    mode = argv[2]
     from pyspark.sql import SparkSession
 
     spark = (
         SparkSession.builder.master("local[2]")
-        .appName(f"spyt-queue-chaos-{mode}")
+        .appName("spyt-queue-chaos")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.streaming.stopTimeout", "30s")
@@ -56,27 +54,13 @@ def main(argv: list[str]) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    if mode == "drain":
-        trigger: dict[str, Any] = {"availableNow": True}
-    else:
-        trigger = {"processingTime": f"{int(spec['trigger_ms'])} milliseconds"}
+    trigger = {"processingTime": f"{int(spec['trigger_ms'])} milliseconds"}
     running = {}
     for query in spec["queries"]:
         running[query["name"]] = start_query(spark, query, trigger)
         wait_initialised(running[query["name"]])
-    print(f"running {mode}", flush=True)
+    print("running", flush=True)
     by_name = {query["name"]: query for query in spec["queries"]}
-    if mode == "drain":
-        failed = 0
-        for name, handle in running.items():
-            handle.awaitTermination(float(spec["drain_timeout_s"]))
-            if handle.isActive:
-                print(f"drain-timeout {name}", file=sys.stderr, flush=True)
-                failed += 1
-            elif handle.exception() is not None:
-                print(f"drain-failed {name}: {handle.exception()}", file=sys.stderr, flush=True)
-                failed += 1
-        return 3 if failed else 0
     restarts = 0
     while True:
         time.sleep(0.5)

@@ -13,11 +13,11 @@ pipeline has committed a new batch and after a random pause, one of these happen
   that fail under it are restarted by the driver from their checkpoints);
 * ``kafka-broker``: the broker's process group gets SIGKILL and it is restarted on its data and ports.
 
-At the end the producer stops, the driver is killed, a ``drain`` driver runs every query to the end with
-``Trigger.AvailableNow``, and each pipeline's target is compared with its source: ``lost`` counts source rows absent
-from the target, ``duplicated`` target rows beyond their count in the source (ids are never reused, so an id appears
-once in a source unless a client retried a write). ``committed_at_end`` says whether the store holds the source's
-end. Each server's acknowledged writes must all be in its source after the kills.
+At the end the producer stops and the running queries catch up: ``committed_at_end`` says whether every store came to
+hold its source's end within ``drain_timeout_s``. Then the drivers are killed and each pipeline's target is compared
+with its source: ``lost`` counts source rows absent from the target, ``duplicated`` target rows beyond their count in
+the source (ids are never reused, so an id appears once in a source unless a client retried a write). Each server's
+acknowledged writes must all be in its source after the kills.
 
 A pipeline is one entry of :data:`PIPELINES`.
 """
@@ -79,7 +79,8 @@ class Pipeline:
     ``source``: ``yt`` (the chaos queue) or ``kafka`` (the chaos topic); ``store``: where positions are committed
     (``consumer``, ``group`` or ``zookeeper``); ``target``: columns ``(name, type, sort_order)`` of the YT table
     written (sorted when a column has a sort order); ``select``: the query's ``selectExpr``; ``writer``: extra sink
-    options (``{producer}`` is replaced with the pipeline's producer table); ``guarantee``: what the run must show.
+    options (``{producer}`` and ``{consumer}`` are replaced with the pipeline's producer table and consumer);
+    ``guarantee``: what the run must show.
     """
 
     name: str
@@ -108,6 +109,15 @@ PIPELINES: dict[str, Pipeline] = {
             needs_producer=True,
         ),
         Pipeline("kafka-sorted-idempotent", "kafka", "group", SORTED_TARGET, KAFKA_SELECT, EXACTLY_ONCE),
+        Pipeline(
+            "yt-transactional",
+            "yt",
+            "consumer",
+            PRODUCER_TARGET,
+            ("id", "payload"),
+            EXACTLY_ONCE,
+            writer={"transactional": "true", "consumer_path": "{consumer}"},
+        ),
         Pipeline("yt-zookeeper-at-least-once", "yt", "zookeeper", ORDERED_TARGET, YT_SELECT[:3], AT_LEAST_ONCE),
     )
 }
@@ -128,6 +138,7 @@ class ChaosConfig:
     trigger_ms: int = 2000
     max_pause_s: float = 3.0
     progress_timeout_s: float = 240.0
+    #: Seconds the queries get to catch up with the source once the producer stopped.
     drain_timeout_s: float = 600.0
     max_query_restarts: int = 200
     #: Queries per driver process. On the loaded test machine a Python streaming source started in a driver where
@@ -403,23 +414,23 @@ def _quiet_logger():
 
 
 class Driver:
-    """One streaming driver subprocess (its own process group) running ``spec`` in ``stream`` or ``drain`` mode."""
+    """One streaming driver subprocess (its own process group) running ``spec``."""
 
     def __init__(self, spec_path: Path, log_path: Path) -> None:
         self.spec_path, self.log_path = spec_path, log_path
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, mode: str) -> None:
-        """Launch ``python tests/chaos/driver.py SPEC mode``."""
+    def start(self) -> None:
+        """Launch ``python tests/chaos/driver.py SPEC``."""
         env = dict(os.environ)
         env.setdefault("PYSPARK_PYTHON", sys.executable)
         env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         with open(self.log_path, "ab") as log:
-            log.write(f"\n===== driver {mode} at {time.strftime('%H:%M:%S')}\n".encode())
+            log.write(f"\n===== driver at {time.strftime('%H:%M:%S')}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                [sys.executable, str(DRIVER), str(self.spec_path), mode],
+                [sys.executable, str(DRIVER), str(self.spec_path)],
                 cwd=ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -464,10 +475,10 @@ class Drivers:
     def __init__(self, work: Path, count: int) -> None:
         self.members = [Driver(work / f"spec-{i}.json", work / f"driver-{i}.log") for i in range(count)]
 
-    def start(self, mode: str) -> None:
-        """Start every driver in ``mode``."""
+    def start(self) -> None:
+        """Start every driver."""
         for driver in self.members:
-            driver.start(mode)
+            driver.start()
 
     def kill(self) -> None:
         """SIGKILL every driver's process group."""
@@ -573,7 +584,11 @@ class ChaosRun:
             producer = f"//tmp/chaos/{pipeline.name}/producer"
             if pipeline.needs_producer:
                 create_producer(yt, producer)
-            writer.update({k: v.replace("{producer}", producer) for k, v in pipeline.writer.items()})
+            names = {"{producer}": producer, "{consumer}": self.consumer(pipeline)}
+            for key, value in pipeline.writer.items():
+                for placeholder, path in names.items():
+                    value = value.replace(placeholder, path)
+                writer[key] = value
             reader = {"max_rows_per_partition": str(self.config.max_rows_per_partition), **pipeline.reader}
             load: str | None = QUEUE
             if pipeline.source == "kafka":
@@ -611,7 +626,6 @@ class ChaosRun:
             spec = {
                 "queries": [by_name[p.name] for p in group],
                 "trigger_ms": self.config.trigger_ms,
-                "drain_timeout_s": self.config.drain_timeout_s,
                 "max_query_restarts": self.config.max_query_restarts,
                 "restart_pause_s": 1.0,
             }
@@ -651,7 +665,7 @@ class ChaosRun:
             if event == "driver-fresh":
                 for pipeline in self.pipelines:
                     shutil.rmtree(self.checkpoint(pipeline), ignore_errors=True)
-            self.driver.start("stream")
+            self.driver.start()
         elif event == "yt-server":
             self.servers.kill_yt(pause)
         elif event == "kafka-broker":
@@ -660,6 +674,22 @@ class ChaosRun:
             raise ValueError(f"unknown chaos event {event!r}")
         self.events.append(event)
         self.config.log(f"[{time.monotonic() - self.started:6.0f}s] event {len(self.events)}: {event}")
+
+    def catch_up(self) -> dict[str, bool]:
+        """Wait (at most ``drain_timeout_s``) until every pipeline's store holds its source's end, the running
+        queries committing their last batches at idle triggers; whether each got there."""
+        deadline = time.monotonic() + self.config.drain_timeout_s
+        done: dict[str, bool] = dict.fromkeys((p.name for p in self.pipelines), False)
+        while True:
+            for pipeline in self.pipelines:
+                if not done[pipeline.name]:
+                    with contextlib.suppress(Exception):  # a store read that fails counts as not there yet
+                        done[pipeline.name] = self.committed_at_end(pipeline)
+            if all(done.values()) or time.monotonic() > deadline:
+                return done
+            if not self.driver.alive:
+                raise RuntimeError(f"a streaming driver exited by itself:\n{self.driver.log_tail()}")
+            time.sleep(2.0)
 
     def run(self) -> ChaosReport:
         """Start the servers, run the chaos and the drain, measure; everything started is stopped at the end."""
@@ -673,7 +703,7 @@ class ChaosRun:
             chaos_over = threading.Event()
             producer.keep_going = lambda: not chaos_over.is_set()
             producer.start()
-            self.driver.start("stream")
+            self.driver.start()
             config.log(f"chaos: {len(plan)} events {plan}, {config.rows} rows over {config.seconds:.0f} s")
             for event in plan:
                 self.wait_progress(self.baseline() if self.events else {})
@@ -682,13 +712,10 @@ class ChaosRun:
             self.wait_progress(self.baseline())
             chaos_over.set()
             producer.finish()
+            config.log(f"[{time.monotonic() - self.started:6.0f}s] producer wrote {producer.next_id} ids; catching up")
+            committed = self.catch_up()
             self.driver.kill()
-            config.log(f"[{time.monotonic() - self.started:6.0f}s] producer wrote {producer.next_id} ids; draining")
-            self.driver.start("drain")
-            status = self.driver.wait(config.drain_timeout_s + 300)
-            if any(code != 0 for code in status):
-                raise RuntimeError(f"the drain run ended with statuses {status}:\n{self.driver.log_tail()}")
-            return self.measure(producer)
+            return self.measure(producer, committed)
         finally:
             self.driver.kill()
             self.servers.stop()
@@ -776,7 +803,7 @@ class ChaosRun:
         rows = self._select(f'* FROM [{self.consumer(pipeline)}] WHERE queue_path = "{QUEUE}"')
         return {int(r["partition_index"]): int(r["offset"]) for r in rows} == ends
 
-    def measure(self, producer: Producer) -> ChaosReport:
+    def measure(self, producer: Producer, committed: dict[str, bool]) -> ChaosReport:
         """Compare every target with its source; check the servers kept every acknowledged write."""
         sources = {"yt": self.yt_source()}
         if self.with_kafka:
@@ -797,7 +824,7 @@ class ChaosRun:
                     sum(source.values()),
                     sum(max(0, n - target[i]) for i, n in source.items()),
                     sum(max(0, n - source[i]) for i, n in target.items()),
-                    self.committed_at_end(pipeline),
+                    committed[pipeline.name],
                 )
             )
         servers = [ServerResult("ytqueue-local", server_kills["yt"], len(producer.acked_yt), 0)]

@@ -23,6 +23,7 @@ def _require_servers() -> None:
     pytest.skip(reason)
 
 
+@pytest.mark.timeout(1500)  # JVM restarts of five drivers: minutes on a loaded 2-core machine
 def test_every_pipeline_keeps_its_guarantee_through_sigkills(tmp_path) -> None:
     _require_servers()
     config = ChaosConfig(work_dir=tmp_path / "chaos", kills=4, rows=1500, seconds=30, seed=13)
