@@ -18,7 +18,10 @@ def _require_servers() -> None:
     reason = missing_requirements(PIPELINES)
     if not reason:
         return
-    if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in ("SPYT_REQUIRE_SERVERS",)):
+    if any(
+        os.environ.get(name, "").lower() in ("1", "true", "yes")
+        for name in ("SPYT_REQUIRE_SERVERS", "SPYT_REQUIRE_KAFKA")
+    ):
         pytest.fail(f"a required server is missing: {reason}", pytrace=False)
     pytest.skip(reason)
 
