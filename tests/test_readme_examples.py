@@ -70,6 +70,14 @@ NOT_EXTRACTED = {
     ),
     ("What a failed write leaves behind", ""): "an error message shown as output, not code",
     ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
+    ("Transactional exactly-once: rows and consumer advance in one transaction", "python"): (
+        "shares //home/me/consumer with the block of 'Writing to YTsaurus' (two queries on one consumer conflict); "
+        "tests/spark/test_transactional.py runs the same filter pipeline, replayed and SIGKILLed"
+    ),
+    ("Bad records: stop, or divert to a dead-letter target", "python"): (
+        "needs bad rows and a Kafka broker named broker:9092; tests/spark/test_dead_letter.py runs each source and "
+        "sink with a dead-letter table or topic"
+    ),
     ('Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "python"): (
         "needs a queue of user rows the README does not create; tests/spark/test_kudu_stream.py runs the same "
         "pipeline (history planner, offsets in kudu://, create_table) from a ytqueue source and from Kafka"
