@@ -9,11 +9,13 @@ Fills one queue per backlog in the embedded local server, then reads each from t
 
     backlog=5000000 cap=50000 tablets=4 rows=5000000 batches=25 seconds=.. driver_peak_rss_mb=..
     python_driver_peak_rss_mb=.. python_driver_peak_pss_mb=.. python_workers_peak_rss_mb=..
-    python_workers_peak_pss_mb=.. server_rss_mb=..
+    python_workers_peak_pss_mb=.. largest_python_driver_process_mb=.. largest_python_worker_mb=.. server_rss_mb=..
 
 ``driver_peak_rss_mb``: the driver JVM (in ``local[2]`` the executors run in it too); ``python_driver_peak_rss_mb``:
-Spark's driver-side Python processes (the source's runner, planners) summed; ``python_workers_peak_rss_mb``: the
-executors' Python workers (``pyspark.daemon`` and its forks) summed; ``*_pss_mb``: the same as proportional set
+Spark's driver-side Python processes (the source's runner; the planners' ``pyspark.daemon`` processes and their
+forks) summed; ``python_workers_peak_rss_mb``: the executors' Python workers (``pyspark.daemon pyspark.worker``
+and its forks) summed; ``largest_*``: the peak of the largest single process of each group (the sums also follow
+how many idle daemons and reusable workers Spark keeps at a sampling moment); ``*_pss_mb``: the same as proportional set
 sizes (pages a forked worker shares with the daemon counted once, where a sum of RSS counts them in every worker);
 ``server_rss_mb``: the embedded server after the read, for information. Peaks are of the sums, sampled every
 ``--interval`` seconds.
@@ -39,7 +41,7 @@ from spyt_queue.yt.admin import column, create_consumer, create_queue
 from spyt_queue.yt.client import make_yt_client
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
-EXECUTOR_WORKERS = ("pyspark.daemon", "pyspark.worker")
+EXECUTOR_WORKER = "pyspark.worker"
 GROUPS = ("driver", "python_driver", "python_driver_pss", "python_workers", "python_workers_pss")
 
 
@@ -122,11 +124,17 @@ class Sampler(threading.Thread):
         now = dict.fromkeys(GROUPS, 0)
         now["driver"] = rss(self.jvm)
         for pid in descendants(self.jvm, children()):
-            group = "python_workers" if any(m in cmdline(pid) for m in EXECUTOR_WORKERS) else "python_driver"
+            command = cmdline(pid)
+            if not command:
+                continue  # exited meanwhile
+            # Spark runs each Python module through its own ``pyspark.daemon <module>`` and its forks: the
+            # executors' tasks in ``pyspark.worker``; planners (``pyspark.sql.worker.*``) and the source's
+            # runner on the driver's behalf
+            group = "python_workers" if EXECUTOR_WORKER in command.split() else "python_driver"
             size = rss(pid)
             now[group] += size
             now[f"{group}_pss"] += pss(pid)
-            seen = self.processes.get(pid, (group, cmdline(pid), 0))
+            seen = self.processes.get(pid, (group, command, 0))
             self.processes[pid] = (group, seen[1], max(seen[2], size))
         for key, value in now.items():
             self.peaks[key] = max(self.peaks[key], value)
@@ -134,6 +142,10 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.done.wait(self.interval):
             self.sample()
+
+    def largest(self, group: str) -> int:
+        """The peak RSS of the largest single process of ``group`` in bytes."""
+        return max((peak for g, _, peak in self.processes.values() if g == group), default=0)
 
     def stop(self) -> dict[str, int]:
         """Stop sampling; returns the peaks in bytes."""
@@ -153,12 +165,25 @@ def read_all(spark, proxy: str, queue: str, consumer: str, cap: int, checkpoint:
         .option("max_rows_per_partition", cap)
         .load(queue)
     )
-    query = df.writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
-    query.awaitTermination()
-    if query.exception() is not None:
-        raise query.exception()
-    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
-    return sum(p["numInputRows"] for p in progress), len(progress)
+    rows = batches = 0
+    for attempt in range(1, 4):
+        writer = df.writeStream.format("noop").option("checkpointLocation", checkpoint).trigger(availableNow=True)
+        query = writer.start()
+        try:
+            query.awaitTermination()
+        except Exception:
+            pass  # examined below
+        progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+        rows, batches = rows + sum(p["numInputRows"] for p in progress), batches + len(progress)
+        error = query.exception()
+        if error is None:
+            return rows, batches
+        # Spark gives the Python processes it starts 10 s to connect back: a loaded machine can miss that; the
+        # run goes on from its checkpoint
+        if attempt == 3 or "failed to connect back" not in str(error):
+            raise error
+        print(f"  restarting from the checkpoint after: {str(error).splitlines()[0][:160]}")
+    raise AssertionError("unreachable")
 
 
 def main() -> None:
@@ -219,6 +244,8 @@ def main() -> None:
                 f"python_driver_peak_pss_mb={peaks['python_driver_pss']:.0f} "
                 f"python_workers_peak_rss_mb={peaks['python_workers']:.0f} "
                 f"python_workers_peak_pss_mb={peaks['python_workers_pss']:.0f} "
+                f"largest_python_driver_process_mb={sampler.largest('python_driver') / 2**20:.0f} "
+                f"largest_python_worker_mb={sampler.largest('python_workers') / 2**20:.0f} "
                 f"server_rss_mb={rss(server.pid) / 2**20:.0f}"
             )
             print(line, flush=True)
