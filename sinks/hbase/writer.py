@@ -281,11 +281,25 @@ def _missing_table(settings: HBaseSinkSettings) -> SpytQueueError:
     )
 
 
+def _reconnecting(settings: HBaseSinkSettings, call: Callable[[], Any]) -> Any:
+    """``call()``, and once more on a new connection if the cached one was closed or broken: the gateways close
+    connections idle longer than ``hbase.thrift.server.socket.read.timeout`` (60 s by default), so a Python
+    worker's cached connection is often closed when the next batch comes. Only for idempotent calls (puts of the
+    same cells, with ``timestamp_column`` the same versions; table checks)."""
+    from thriftpy2.transport import TTransportException  # installed with happybase (the hbase extra)
+
+    try:
+        return call()
+    except (TTransportException, OSError):
+        drop_connection(settings)
+        return call()
+
+
 def check_table(settings: HBaseSinkSettings) -> None:
     """On the driver, before any task: the table and every family the mapping uses exist (``create_table=true``
     creates the table with them, one version each, no TTL). Errors name the table or family."""
     try:
-        present = _table_families(settings)
+        present = _reconnecting(settings, lambda: _table_families(settings))
     except SpytQueueError:
         raise
     except Exception as error:
@@ -420,8 +434,6 @@ def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -
 
     Per Arrow batch the row keys, cell values and timestamps are computed column by column (:mod:`codec`); the
     only per-row Python work left is building the Thrift structs."""
-    from thriftpy2.transport import TTransportException  # installed with happybase (the hbase extra)
-
     types = {f.name: f.dataType for f in settings.schema.fields}
     sender = _Sender(settings)
     commit = HBaseWriteCommit()
@@ -430,15 +442,7 @@ def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -
     def send(mutations: list[Any]) -> None:
         nonlocal done
         try:
-            try:
-                sender.send(mutations)
-            except (TTransportException, OSError):
-                # The gateway closes connections idle longer than hbase.thrift.server.socket.read.timeout (60 s by
-                # default): a worker's cached connection is often closed when the next batch comes. Puts are
-                # idempotent (the same cells again; with timestamp_column the same versions), so send again once
-                # on a new connection.
-                drop_connection(settings)
-                sender.send(mutations)
+            _reconnecting(settings, lambda: sender.send(mutations))
         except Exception as error:
             drop_connection(settings)
             raise SpytQueueError(

@@ -181,10 +181,10 @@ def test_a_failed_mutation_fails_the_task_naming_table_and_row(spark, hbase, api
 def test_a_connection_the_gateway_closed_while_idle_is_reopened(hbase, api) -> None:
     """The gateways close connections idle longer than 60 s (``hbase.thrift.server.socket.read.timeout``): a Python
     worker's cached connection then fails its next call with end-of-file ("TSocket read 0 bytes"). The task sends
-    again on a new connection instead of failing the query (puts are idempotent)."""
+    again on a new connection instead of failing the query (puts are idempotent), and so does the table check."""
     import pyarrow as pa
 
-    from spyt_queue.sinks.hbase.writer import connection
+    from spyt_queue.sinks.hbase.writer import check_table, connection
 
     from .helpers import close_from_the_gateway_side
 
@@ -199,6 +199,8 @@ def test_a_connection_the_gateway_closed_while_idle_is_reopened(hbase, api) -> N
     commit = write_task(settings, iter([pa.RecordBatch.from_pydict({"id": ["r2", "r3"], "x": ["b", "c"]})]))
     assert commit.rows == 2
     assert cells(hbase, table) == {b"r1": {b"d:x": b"a"}, b"r2": {b"d:x": b"b"}, b"r3": {b"d:x": b"c"}}
+    close_from_the_gateway_side(connection(settings).transport.sock)
+    check_table(settings)  # the driver's check before a batch, in a reused Python worker
 
 
 def test_bad_options_name_the_option(spark, hbase) -> None:
