@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         "--max-rows-per-partition", type=int, default=20_000, help="the queries' per-partition batch cap"
     )
     parser.add_argument("--trigger-ms", type=int, default=1000, help="processing-time trigger of the streaming run")
+    parser.add_argument(
+        "--queries-per-driver", type=int, default=1, help="streaming queries per driver process (default 1)"
+    )
     parser.add_argument("--work-dir", type=Path, default=None, help="servers' data, checkpoints, driver log (kept)")
     args = parser.parse_args(argv)
     pipelines = [name.strip() for name in args.pipelines.split(",") if name.strip()]
@@ -61,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=seed,
         max_rows_per_partition=args.max_rows_per_partition,
         trigger_ms=args.trigger_ms,
+        queries_per_driver=args.queries_per_driver,
         progress_timeout_s=600.0,
         drain_timeout_s=3600.0,
         max_query_restarts=1000,

@@ -70,6 +70,7 @@ NOT_EXTRACTED = {
     ),
     ("What a failed write leaves behind", ""): "an error message shown as output, not code",
     ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
+    ("Reliability: the chaos suite", "bash"): "the long chaos run takes an hour; tests/chaos/ runs the short one",
     ("Transactional exactly-once: rows and consumer advance in one transaction", "python"): (
         "shares //home/me/consumer with the block of 'Writing to YTsaurus' (two queries on one consumer conflict); "
         "tests/spark/test_transactional.py runs the same filter pipeline, replayed and SIGKILLed"

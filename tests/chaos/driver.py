@@ -54,6 +54,9 @@ def main(argv: list[str]) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    import spyt_queue
+
+    spyt_queue.register(spark)  # several queries of ytqueue in one driver (see README "Several queries")
     trigger = {"processingTime": f"{int(spec['trigger_ms'])} milliseconds"}
     running = {}
     for query in spec["queries"]:

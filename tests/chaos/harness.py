@@ -141,9 +141,10 @@ class ChaosConfig:
     #: Seconds the queries get to catch up with the source once the producer stopped.
     drain_timeout_s: float = 600.0
     max_query_restarts: int = 200
-    #: Queries per driver process. On the loaded test machine a Python streaming source started in a driver where
-    #: another query already ran often never started (Spark's runner "failed to connect back" at every attempt), so
-    #: each pipeline gets its own driver by default.
+    #: Queries per driver process. On a heavily loaded machine (load average 20+ on 2 cores) a Python streaming
+    #: source started in a driver where another query already ran often failed to start (Spark gives its runner a
+    #: fixed 10 s to connect back), so each pipeline gets its own driver by default; on a normally loaded machine all
+    #: pipelines share one driver fine, which the CI test does (one JVM restart per event instead of five).
     queries_per_driver: int = 1
     log: Callable[[str], None] = print
 

@@ -29,7 +29,10 @@ def _require_servers() -> None:
 @pytest.mark.timeout(1500)  # JVM restarts of five drivers: minutes on a loaded 2-core machine
 def test_every_pipeline_keeps_its_guarantee_through_sigkills(tmp_path) -> None:
     _require_servers()
-    config = ChaosConfig(work_dir=tmp_path / "chaos", kills=4, rows=1500, seconds=30, seed=13)
+    # Every pipeline in one driver (spyt_queue.register makes concurrent starts safe): one JVM to restart per event.
+    config = ChaosConfig(
+        work_dir=tmp_path / "chaos", kills=4, rows=1500, seconds=30, seed=13, queries_per_driver=len(PIPELINES)
+    )
     report = run_chaos(config)
     lines = "\n".join(report.lines())
     print(lines)
