@@ -12,37 +12,16 @@ nothing. Without ``--proxy`` it starts the embedded local server.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spyt_queue.yt.admin import column, create_consumer, create_queue
-from spyt_queue.yt.client import make_yt_client
-
-
-@contextlib.contextmanager
-def counting_requests() -> Iterator[Counter[str]]:
-    """Counts the HTTP requests ``yt.wrapper`` sends in this process, by command name."""
-    from yt.packages.requests import Session
-
-    counts: Counter[str] = Counter()
-    original = Session.send
-
-    def send(self, request, **kwargs):  # type: ignore[no-untyped-def]
-        counts[request.path_url.split("?", 1)[0].rsplit("/", 1)[-1]] += 1
-        return original(self, request, **kwargs)
-
-    Session.send = send  # type: ignore[method-assign]
-    try:
-        yield counts
-    finally:
-        Session.send = original  # type: ignore[method-assign]
+from spyt_queue.yt.client import counting_requests, make_yt_client
 
 
 def measure(proxy: str, root: str, tablets: int, runs: int) -> tuple[float, Counter[str], float, Counter[str]]:

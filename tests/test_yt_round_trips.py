@@ -12,26 +12,14 @@ from spyt_queue.spark.partitions import DataLossPolicy
 from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.admin import column, create_consumer, create_queue
 from spyt_queue.yt.backend import YtQueueBackend
-from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.client import YtConnection, counting_requests
 
 
 @pytest.fixture
 def commands() -> Iterator[Counter[str]]:
     """The commands of the HTTP requests ``yt.wrapper`` sends while the test runs."""
-    from yt.packages.requests import Session
-
-    counts: Counter[str] = Counter()
-    original = Session.send
-
-    def send(self, request, **kwargs):  # type: ignore[no-untyped-def]
-        counts[request.path_url.split("?", 1)[0].rsplit("/", 1)[-1]] += 1
-        return original(self, request, **kwargs)
-
-    Session.send = send  # type: ignore[method-assign]
-    try:
+    with counting_requests() as counts:
         yield counts
-    finally:
-        Session.send = original  # type: ignore[method-assign]
 
 
 def test_advance_of_64_partitions_is_one_request_and_still_compare_and_set(yt, yt_proxy, yt_root, commands) -> None:

@@ -3,11 +3,13 @@ that travel to executors, and the reachability check. The one place where YT cli
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,3 +148,23 @@ class YtConnection:
         if key not in clients:
             clients[key] = make_yt_client(self.proxy, self.token, dict(self.config))
         return clients[key]
+
+
+@contextlib.contextmanager
+def counting_requests() -> Iterator[Counter[str]]:
+    """Count the HTTP requests ``yt.wrapper`` sends in this process while the block runs, by command name (a
+    diagnostic for round trips: benchmarks and tests use it; not thread-safe against other patchers)."""
+    from yt.packages.requests import Session
+
+    counts: Counter[str] = Counter()
+    original = Session.send
+
+    def send(self: Any, request: Any, **kwargs: Any) -> Any:
+        counts[request.path_url.split("?", 1)[0].rsplit("/", 1)[-1]] += 1
+        return original(self, request, **kwargs)
+
+    Session.send = send  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        Session.send = original  # type: ignore[method-assign]
