@@ -43,8 +43,8 @@ done
 WANT_HBASE=$(( HBASE_ONLY || (1 - KAFKA_ONLY) * (1 - ZOOKEEPER_ONLY) * (1 - ${KUDU_ONLY:-0}) ))
 if [ "$HBASE_ONLY" = 1 ]; then KAFKA_ONLY=1; ZOOKEEPER_ONLY=1; fi
 
-say() { printf '[kafka install] %s\n' "$*"; }
-die() { printf '[kafka install] ERROR: %s\n' "$*" >&2; exit 1; }
+say() { printf '[install] %s\n' "$*"; }
+die() { printf '[install] ERROR: %s\n' "$*" >&2; exit 1; }
 
 java_major() {
   # prints the major version of the given java, or nothing
