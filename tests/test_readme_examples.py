@@ -14,7 +14,7 @@ README value           what the test uses
 ``zk1:2181,zk2:2181``  the session's ZooKeeper (fixture ``zookeeper``; one host instead of two)
 ``/chk``               a fresh checkpoint directory
 ``--port 8000``        ``--port 0`` (any free port) for the one ``ytqueue local`` the test starts itself
-``hbase-thrift:9090``  the session's HBase Thrift gateway (fixture ``hbase``; HBase test only)
+``hbase-thrift:9090``  the session's HBase Thrift1 gateway (fixture ``hbase``; HBase test only)
 =====================  =====================================================================================
 
 How the blocks run:
@@ -28,9 +28,11 @@ How the blocks run:
   ``df``, or the value of its last expression) is run to the end of the available data with a memory sink and
   ``Trigger.AvailableNow``; a query it starts is run with ``processAllAvailable()`` and stopped. Each test then
   checks that the rows it produced arrived and that progress was committed where the README says.
-* The HBase block writes a ``df`` it does not define (any stream of events with ``user_id``, ``event_id`` and
-  ``event_time``) into a table ``events`` it does not create: the test supplies both (the stream from the queue of
-  "Command line"; the table with its default family ``d``, as ``hbase shell`` would).
+* The HBase block is self-contained: it reads the Kafka topic ``events`` from the earliest offset into the HBase
+  table ``events`` (created by the block's ``create_table``), with its offsets in the HBase table ``spyt_offsets``.
+  The test produces records with set timestamps into the topic (which may already hold the Kafka block's records),
+  then checks that every record of the topic became row ``<partition>|<offset>`` with its cells at the record's
+  timestamp, and that ``spyt_offsets`` holds the topic's end offsets.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import os
 import re
 import shlex
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -334,14 +337,44 @@ def produce_yt(yt: Any, queue: str, tag: str, per_tablet: int = 3) -> dict[str, 
     return where
 
 
-def produce_kafka(bootstrap: str, topic: str, values: list[str]) -> None:
-    """Produce ``values`` round-robin over two partitions (the producer is gone when this returns)."""
+def produce_kafka(bootstrap: str, topic: str, values: list[str], timestamps: list[int] | None = None) -> None:
+    """Produce ``values`` round-robin over two partitions, with record ``timestamps`` (ms) if given, else the
+    producer's time (the producer is gone when this returns)."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for i, value in enumerate(values):
-        producer.produce(topic, value=value.encode(), key=f"k{i}".encode(), partition=i % 2)
+        at = {"timestamp": timestamps[i]} if timestamps is not None else {}
+        producer.produce(topic, value=value.encode(), key=f"k{i}".encode(), partition=i % 2, **at)
     assert producer.flush(30) == 0
+
+
+def topic_records(bootstrap: str, topic: str) -> tuple[dict[tuple[int, int], tuple[str, int]], dict[int, int]]:
+    """Every record of ``topic``, read with a plain consumer: (partition, offset) -> (value, timestamp in ms); and
+    each partition's end offset."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"readme-check-{uuid.uuid4().hex}", "enable.auto.commit": False}
+    )
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
+        ends = {p: high for p, (_, high) in marks.items()}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        wanted = sum(high - low for low, high in marks.values())
+        records: dict[tuple[int, int], tuple[str, int]] = {}
+        deadline = time.monotonic() + 60
+        while len(records) < wanted and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None or message.error() is not None:
+                continue
+            value = message.value()
+            records[(message.partition(), message.offset())] = (value.decode(), message.timestamp()[1])
+        assert len(records) == wanted, f"read {len(records)} of the {wanted} records of {topic}"
+    finally:
+        consumer.close()
+    return records, ends
 
 
 def tablet_ends(yt: Any, queue: str) -> dict[int, int]:
@@ -479,39 +512,65 @@ def test_writing_to_ytsaurus(spark: Any, cli_runs: list[CliRun], places: Placeho
     assert logged and sorted(logged) == sorted(r["payload"] for r in written.collect())
 
 
-def test_writing_to_hbase(spark: Any, cli_runs: list[CliRun], places: Placeholders, yt_client: Any, hbase: Any) -> None:
+def test_writing_to_hbase(
+    spark: Any, cli_runs: list[CliRun], places: Placeholders, kafka_bootstrap: str, hbase: Any
+) -> None:
     places.add("hbase-thrift:9090", hbase.thrift_address)
-    queue = places.path("//home/me/queue")
-    produced = produce_yt(yt_client, queue, "hbase")
-    connection = hbase.connection()
+    values = [f"hbase-{i}" for i in range(8)]
+    # Distinct record times, one per record, in the last minute: records older than the topic's retention (7 days)
+    # would be deleted by the broker before the query reads them.
+    start = int(time.time()) * 1000 - 60_000
+    stamps = [start + 1000 * i for i in range(len(values))]
+    produce_kafka(kafka_bootstrap, "events", values, stamps)
+    # The block reads `events` from the earliest offset: the Kafka block's records (if it ran first) are read too.
+    records, ends = topic_records(kafka_bootstrap, "events")
+    assert sorted(value for value, _ in records.values() if value.startswith("hbase-")) == sorted(values)
+    from pyspark.sql.streaming import StreamingQuery
+
+    before = {q.id for q in spark.streams.active}
     try:
-        if b"events" not in connection.tables():
-            connection.create_table("events", {"d": {"max_versions": 1}})
-    finally:
-        connection.close()
-    df = (  # the events the example writes: user = source tablet, event = source row
-        spark.readStream.format("ytqueue")
-        .option("proxy", places.mapping["localhost:8000"])
-        .option("consumer_path", places.path("//home/me/consumer"))
-        .option("include_service_columns", True)
-        .load(queue)
-        .selectExpr(
-            "__spyt_streaming_src_tablet_index AS user_id",
-            "__spyt_streaming_src_row_index AS event_id",
-            "timestamp_millis(1700000000000 + __spyt_streaming_src_row_index) AS event_time",
-            "payload",
-        )
-    )
-    _, query = exec_block('Writing to HBase: `format("spyt_hbase")`', places, spark=spark, df=df)
+        namespace, _ = exec_block('Writing to HBase: `format("spyt_hbase")`', places, spark=spark)
+    except BaseException:
+        for leftover in spark.streams.active:  # the block failed after starting its query
+            if leftover.id not in before:
+                leftover.stop()
+        raise
+    (query,) = [v for v in namespace.values() if isinstance(v, StreamingQuery)]
     try:
         query.processAllAvailable()
     finally:
         query.stop()
     assert query.exception() is None, query.exception()
+
     connection = hbase.connection()
     try:
         cells = {key.decode(): data for key, data in connection.table("events").scan(include_timestamp=True)}
     finally:
         connection.close()
-    for payload, (tablet, row) in produced.items():  # key "user_id|event_id", cell time = event time
-        assert cells[f"{tablet}|{row}"][b"d:payload"] == (payload.encode(), 1700000000000 + row)
+    # Row "<partition>|<offset>" per record; d:payload (UTF-8) and d:event_time (int64 microseconds), both at the
+    # record's timestamp (ms).
+    assert sorted(cells) == sorted(f"{p}|{o}" for p, o in records)
+    for (partition, offset), (value, at) in records.items():
+        assert cells[f"{partition}|{offset}"] == {
+            b"d:payload": (value.encode(), at),
+            b"d:event_time": (struct.pack(">q", at * 1000), at),
+        }, (partition, offset)
+
+    # The positions after the last batch, as the HBase offset store of the block's source reads them.
+    from spyt_queue.connect import backend_for, store_for
+    from spyt_queue.options import Options
+    from spyt_queue.stores.hbase import HBaseStore
+
+    source = Options(
+        {
+            "kafka.bootstrap.servers": kafka_bootstrap,
+            "subscribe": "events",
+            "offsets.store": places("hbase://hbase-thrift:9090/spyt_offsets"),
+        }
+    )
+    store = store_for(source, backend_for(source, streaming=True))
+    try:
+        assert isinstance(store, HBaseStore) and store.table == "spyt_offsets", store.describe()
+        assert store.committed() == {f"events:{p}": end for p, end in ends.items()}
+    finally:
+        store.close()
