@@ -93,9 +93,9 @@ def test_a_reading_option_on_the_sink_says_where_it_belongs(spark, pipe) -> None
     df = spark.createDataFrame([(1, "a", 0, 0)], "id long, payload string, tablet long, row long")
     writer = df.write.format("ytqueue").mode("append").option("proxy", pipe.proxy).option("consumer_path", "//c")
     error, _ = failure(lambda: writer.save(pipe.output))
-    assert "Invalid option 'consumer_path': not an option of the YTsaurus table sink: it is a reading option" in (
-        first_line(error)
-    )
+    line = first_line(error)
+    assert "Invalid option 'consumer_path': a writer takes it only with transactional=true" in line, line
+    assert "(a consumer_path to read from belongs on spark.readStream)" in line, line
 
 
 def test_pass_through_and_spark_provided_options_stay_open(spark, pipe) -> None:
