@@ -16,6 +16,51 @@ if TYPE_CHECKING:
 CONSUMER_OFFSET_CONFLICT = 3100
 
 
+
+def advance_consumer_partitions(
+    client: Any,
+    transaction_id: str,
+    consumer_path: str,
+    queue_path: str,
+    old: Mapping[str, int | None],
+    new: Mapping[str, int],
+) -> None:
+    """Advance the consumer's partitions from ``old`` to ``new`` (each an ``old_offset`` compare-and-set) inside the
+    tablet transaction ``client`` works in: one ``advance_consumer``, or every one in a single ``execute_batch``
+    round trip whatever the number of partitions; the first failed part is raised as the ``YtResponseError`` it is."""
+    if len(new) == 1:
+        for key, value in new.items():
+            client.advance_consumer(
+                consumer_path,
+                queue_path,
+                partition_index=int(key),
+                old_offset=int(old.get(key) or 0),
+                new_offset=int(value),
+            )
+        return
+    if not new:
+        return
+    requests = [
+        {
+            "command": "advance_consumer",
+            "parameters": {
+                "consumer_path": consumer_path,
+                "queue_path": queue_path,
+                "partition_index": int(key),
+                "old_offset": int(old.get(key) or 0),
+                "new_offset": int(value),
+                "client_side": True,
+                "transaction_id": transaction_id,
+            },
+        }
+        for key, value in new.items()
+    ]
+    answer = client.execute_batch(requests=requests)
+    results = answer["results"] if isinstance(answer, Mapping) else answer
+    for result in results:
+        if result.get("error"):
+            raise create_response_error(result["error"])
+
 class YtConsumerStore(OffsetStore):
     """Committed positions of one queue in a consumer table registered for it (the default for YT sources).
 
@@ -59,18 +104,9 @@ class YtConsumerStore(OffsetStore):
         client = self.connection.thread_client()
         try:
             with client.Transaction(type="tablet") as transaction:
-                if len(new) == 1:
-                    for key, value in new.items():
-                        previous = old.get(key)
-                        client.advance_consumer(
-                            self.consumer_path,
-                            self.queue_path,
-                            partition_index=int(key),
-                            old_offset=0 if previous is None else int(previous),
-                            new_offset=int(value),
-                        )
-                elif new:
-                    self._advance_in_one_request(client, transaction.transaction_id, old, new)
+                advance_consumer_partitions(
+                    client, transaction.transaction_id, self.consumer_path, self.queue_path, old, new
+                )
         except YtResponseError as error:
             from spyt_queue.yt.backend import has_code
 
@@ -81,34 +117,6 @@ class YtConsumerStore(OffsetStore):
                     f"YT said: {error.message if hasattr(error, 'message') else error}"
                 ) from error
             raise
-
-    def _advance_in_one_request(
-        self, client: Any, transaction_id: str, old: Mapping[str, int | None], new: Mapping[str, int]
-    ) -> None:
-        """Every ``advance_consumer`` of the transaction in one ``execute_batch`` round trip (one HTTP request
-        whatever the number of partitions); the first failed part is raised as the ``YtResponseError`` it is."""
-        requests = []
-        for key, value in new.items():
-            previous = old.get(key)
-            requests.append(
-                {
-                    "command": "advance_consumer",
-                    "parameters": {
-                        "consumer_path": self.consumer_path,
-                        "queue_path": self.queue_path,
-                        "partition_index": int(key),
-                        "old_offset": 0 if previous is None else int(previous),
-                        "new_offset": int(value),
-                        "client_side": True,
-                        "transaction_id": transaction_id,
-                    },
-                }
-            )
-        answer = client.execute_batch(requests=requests)
-        results = answer["results"] if isinstance(answer, Mapping) else answer
-        for result in results:
-            if result.get("error"):
-                raise create_response_error(result["error"])
 
     def is_transient(self, error: BaseException) -> bool:
         from spyt_queue.yt.backend import is_transient_yt_error

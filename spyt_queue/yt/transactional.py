@@ -358,7 +358,7 @@ def commit_batch(
     commit; return ``False`` when the batch had already committed (a replay: its transaction is aborted).
 
     ``transaction_id`` is ``None`` when the batch had no task: a transaction is started for the advance alone."""
-    from spyt_queue.stores.yt_consumer import YtConsumerStore
+    from spyt_queue.stores.yt_consumer import YtConsumerStore, advance_consumer_partitions
 
     try:
         batch = batch_range(settings.checkpoint, batch_id)
@@ -382,15 +382,7 @@ def commit_batch(
             return False
         old = expected_positions(batch, current, settings.consumer_path)
         client = attach(connection, tx).client()
-        for key, value in batch.end.items():
-            previous = old.get(key)
-            client.advance_consumer(
-                settings.consumer_path,
-                batch.queue_path,
-                partition_index=int(key),
-                old_offset=0 if previous is None else int(previous),
-                new_offset=int(value),
-            )
+        advance_consumer_partitions(client, tx, settings.consumer_path, batch.queue_path, old, batch.end)
         connection.client().commit_transaction(tx)
     except YtResponseError as error:
         abort(connection, tx)
