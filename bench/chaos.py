@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -70,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         max_query_restarts=1000,
         log=lambda line: print(line, flush=True),
     )
+    # A SIGTERM unwinds like Ctrl-C, so the harness stops the servers and drivers it started.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     started = time.monotonic()
     report = run_chaos(config)
     for line in report.lines():

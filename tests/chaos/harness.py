@@ -506,12 +506,15 @@ class Drivers:
 
 
 def committed_batches(checkpoint: Path) -> int:
-    """How many batches Spark marked committed in ``checkpoint`` (0 when it does not exist)."""
-    commits = checkpoint / "commits"
+    """How many batches Spark marked committed in ``checkpoint``: the last committed batch id + 1 (0 when none).
+
+    Not the number of commit files: Spark keeps only the last ``spark.sql.streaming.minBatchesToRetain`` (100) of
+    them, so after 100 batches a count stops growing although the query goes on committing."""
     try:
-        return sum(1 for p in commits.iterdir() if p.name.isdigit())
+        ids = [int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit()]
     except OSError:
         return 0
+    return max(ids) + 1 if ids else 0
 
 
 # ---------------------------------------------------------------------------------------------------------- run
