@@ -406,3 +406,33 @@ def log_batch(messages: Iterable[Any], batch_id: int | None, target: BoundDeadLe
         what = f"micro-batch {batch_id}" if batch_id is not None else "write"
         log.warning("%s: %d row(s) dead-lettered to %s", what, count, target.target.describe())
     return count
+
+
+def task_partition() -> str:
+    """``spark-partition-N`` inside a Spark task, else ``this task``: a sink record's partition when the rows do not
+    carry the source's service columns."""
+    try:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+    except Exception:  # pragma: no cover - pyspark is always importable where this runs
+        context = None
+    return f"spark-partition-{context.partitionId()}" if context is not None else "this task"
+
+
+def batch_coordinates(batch: Any, first_row: int) -> list[tuple[str, int]]:
+    """Per row of an Arrow ``batch`` (rows ``first_row``... of this task): the source tablet and row index when the
+    batch carries the ``ytqueue`` service columns (and they are set), else (:func:`task_partition`, the row's
+    position in the task). The ``partition``/``offset`` of a sink's dead letters."""
+    from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
+
+    task = task_partition()
+    names = batch.schema.names
+    if SERVICE_TABLET_COLUMN in names and SERVICE_ROW_COLUMN in names:
+        tablets = batch.column(names.index(SERVICE_TABLET_COLUMN)).to_pylist()
+        rows = batch.column(names.index(SERVICE_ROW_COLUMN)).to_pylist()
+        return [
+            (str(t), int(r)) if t is not None and r is not None else (task, first_row + i)
+            for i, (t, r) in enumerate(zip(tablets, rows, strict=True))
+        ]
+    return [(task, first_row + i) for i in range(batch.num_rows)]

@@ -2,9 +2,11 @@
 
 Every task sends its rows in bounded batches (``batch_size`` rows per ``mutateRows`` call); a failed call fails the
 task with the table and the first row key of the batch, so Spark retries or stops the query, and nothing is dropped
-silently. With ``timestamp_column`` every cell carries the row's event time as its HBase timestamp: HBase returns
-the version with the highest timestamp, so a replayed batch rewrites identical cells and an older event written
-late lands underneath the newer one. See the README section "HBase sink" for what that does not cover.
+silently; with ``deadLetter.*`` rows that can not become a put and puts HBase refuses go to the dead-letter target
+instead (:func:`write_task_diverting`). With ``timestamp_column`` every cell carries the row's event time as its
+HBase timestamp: HBase returns the version with the highest timestamp, so a replayed batch rewrites identical cells
+and an older event written late lands underneath the newer one. See the README section "HBase sink" for what that
+does not cover.
 """
 
 from __future__ import annotations
@@ -21,6 +23,17 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from spyt_queue.deadletter import (
+    DEAD_LETTER_OPTIONS,
+    KAFKA_PREFIX,
+    BoundDeadLetters,
+    DeadLetter,
+    batch_coordinates,
+    dead_letter_target,
+    log_batch,
+    task_partition,
+    yson_payload,
+)
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.options import Options
 from spyt_queue.sinks.hbase.codec import encode_column, encoder_for, epoch_micros, key_column, key_part
@@ -83,6 +96,9 @@ class HBaseSinkSettings:
     families: tuple[str, ...] = field(default=())
     api: int = 1  # 1: Thrift1 gateway (happybase), 2: Thrift2 gateway (thriftpy2, IDL from the hbase-thrift jar)
     idl: str | None = None  # thrift2_idl: where the Thrift2 IDL is (None: SPYT_HBASE_THRIFT_JAR, the install dir)
+    #: ``deadLetter.*``: where rows with a null row key or event time, and puts HBase refuses, go (None: they fail
+    #: the task).
+    dead_letters: BoundDeadLetters | None = None
 
     def describe(self) -> str:
         return f"HBase table {self.table!r} via Thrift{'2' if self.api == 2 else ''} {self.host}:{self.port}"
@@ -112,7 +128,7 @@ def _prefix(value: str | None) -> tuple[str, int] | None:
 
 def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSettings:
     """Validate the options against the DataFrame's schema (no server contact)."""
-    options.check_known((*KNOWN_OPTIONS, *SPARK_OPTIONS), WHAT)
+    options.check_known((*KNOWN_OPTIONS, *SPARK_OPTIONS, *DEAD_LETTER_OPTIONS), WHAT, prefixes=(KAFKA_PREFIX,))
     host, port = _endpoint(options.require_str("thrift", "Set the HBase Thrift gateway: .option('thrift', 'h:9090')"))
     api_text = options.get_str("thrift_api") or "1"
     if api_text not in ("1", "2"):
@@ -164,6 +180,7 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
         raise OptionError("transport", f"expected buffered or framed, got {transport!r}")
     if protocol not in ("binary", "compact"):
         raise OptionError("protocol", f"expected binary or compact, got {protocol!r}")
+    target = dead_letter_target(options)  # validated here; checked on its server by check_table
     return HBaseSinkSettings(
         host=host,
         port=port,
@@ -182,6 +199,7 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
         families=families,
         api=int(api_text),
         idl=options.get_str("thrift2_idl"),
+        dead_letters=None if target is None else target.bind(f"hbase:{table}", "sink"),
     )
 
 
@@ -297,7 +315,10 @@ def _reconnecting(settings: HBaseSinkSettings, call: Callable[[], Any]) -> Any:
 
 def check_table(settings: HBaseSinkSettings) -> None:
     """On the driver, before any task: the table and every family the mapping uses exist (``create_table=true``
-    creates the table with them, one version each, no TTL). Errors name the table or family."""
+    creates the table with them, one version each, no TTL), and so does the dead-letter target (``deadLetter.*``).
+    Errors name the table, family or option."""
+    if settings.dead_letters is not None:
+        settings.dead_letters.target.check()
     try:
         present = _reconnecting(settings, lambda: _table_families(settings))
     except SpytQueueError:
@@ -322,11 +343,12 @@ def check_table(settings: HBaseSinkSettings) -> None:
 
 @dataclass
 class HBaseWriteCommit(WriterCommitMessage):
-    """What one task wrote: rows put, cells put, rows skipped because every cell was null."""
+    """What one task wrote: rows put, cells put, rows skipped because every cell was null, rows dead-lettered."""
 
     rows: int = 0
     cells: int = 0
     empty_rows: int = 0
+    dead_letters: int = 0
 
 
 def _salted(settings: HBaseSinkSettings) -> Callable[[bytes], bytes] | None:
@@ -426,14 +448,88 @@ class _Sender:
                 conn.client.mutateRowsTs(self.table, group, ts, {})
 
     def first_row(self, mutations: list[Any]) -> bytes:
-        return mutations[0].row if self.settings.api == 2 else mutations[0][1].row
+        return self.row_of(mutations[0])
+
+    def row_of(self, mutation: Any) -> bytes:
+        """The row key of one mutation."""
+        return mutation.row if self.settings.api == 2 else mutation[1].row
+
+    def cells_of(self, mutation: Any) -> int:
+        """How many cells one mutation puts."""
+        return len(mutation.columnValues) if self.settings.api == 2 else len(mutation[1].mutations)
+
+    def timestamp_of(self, mutation: Any) -> int | None:
+        """The HBase timestamp (ms) of one mutation, None for server time."""
+        return mutation.timestamp if self.settings.api == 2 else mutation[0]
+
+
+#: HBase's limit on a row key's length (``HConstants.MAX_ROW_LENGTH``).
+MAX_ROW_LENGTH = 32767
+
+
+def known_refusal(sender: _Sender, mutations: list[Any]) -> str | None:
+    """Why HBase refuses the first of ``mutations`` that breaks one of its own checks (an empty row key, a row key
+    longer than 32767 bytes, a negative timestamp), or None. The gateways report these as a bare "Internal error
+    processing mutateRows/putMultiple", so the sink names the rule itself."""
+    for mutation in mutations:
+        key, stamp = sender.row_of(mutation), sender.timestamp_of(mutation)
+        if not key:
+            return "HBase refuses an empty row key"
+        if len(key) > MAX_ROW_LENGTH:
+            return f"row key {key[:40]!r}... is {len(key)} bytes, longer than HBase's limit of {MAX_ROW_LENGTH}"
+        if stamp is not None and stamp < 0:
+            return f"row key {key!r} has the negative timestamp {stamp} ms (timestamp_column), which HBase refuses"
+    return None
+
+
+#: Java exceptions that mean HBase refused the mutation itself (retrying it can not succeed).
+_REFUSALS = (
+    "IllegalArgumentException",
+    "NoSuchColumnFamilyException",
+    "FailedSanityCheckException",
+    "DoNotRetryIOException",
+    "KeyValue size too large",
+    "Row length",
+)
+
+
+def is_refusal(error: BaseException) -> bool:
+    """Whether a failed call means the gateway refused its mutations (bad row key, timestamp, family, cell size:
+    each row is then tried alone and the refused ones are dead-lettered), as opposed to a transport failure, a
+    timeout or a region that is unavailable (the task fails, Spark retries it)."""
+    from thriftpy2.thrift import TApplicationException
+
+    if isinstance(error, TApplicationException):  # a RuntimeException in the gateway's handler (IllegalArgument...)
+        return error.type == TApplicationException.INTERNAL_ERROR
+    name = type(error).__name__
+    if name in ("IllegalArgument", "TIllegalArgument"):
+        return True
+    if name in ("IOError", "TIOError"):
+        return any(marker in _error_text(error) for marker in _REFUSALS)
+    return False
+
+
+def _send_failed(
+    settings: HBaseSinkSettings, sender: _Sender, mutations: list[Any], done: int, error: Exception
+) -> SpytQueueError:
+    """The error failing the task after a call failed (the connection is dropped: the next use reconnects)."""
+    drop_connection(settings)
+    why = known_refusal(sender, mutations) if is_refusal(error) else None
+    return SpytQueueError(
+        f"{settings.describe()}: writing {len(mutations)} row(s) from row key {sender.first_row(mutations)!r} "
+        f"failed after {done} row(s) of this task were written ({type(error).__name__}: "
+        f"{_error_text(error)}{f'; {why}' if why else ''}); the task fails and Spark retries it or stops the query"
+    )
 
 
 def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -> HBaseWriteCommit:
-    """Write one task's rows in calls of at most ``batch_size`` rows; any failed call fails the task.
+    """Write one task's rows in calls of at most ``batch_size`` rows; any failed call fails the task (with
+    ``deadLetter.*``: see :func:`write_task_diverting`).
 
     Per Arrow batch the row keys, cell values and timestamps are computed column by column (:mod:`codec`); the
     only per-row Python work left is building the Thrift structs."""
+    if settings.dead_letters is not None:
+        return write_task_diverting(settings, batches, settings.dead_letters)
     types = {f.name: f.dataType for f in settings.schema.fields}
     sender = _Sender(settings)
     commit = HBaseWriteCommit()
@@ -444,12 +540,7 @@ def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -
         try:
             _reconnecting(settings, lambda: sender.send(mutations))
         except Exception as error:
-            drop_connection(settings)
-            raise SpytQueueError(
-                f"{settings.describe()}: writing {len(mutations)} row(s) from row key {sender.first_row(mutations)!r} "
-                f"failed after {done} row(s) of this task were written ({type(error).__name__}: "
-                f"{_error_text(error)}); the task fails and Spark retries it or stops the query"
-            ) from error
+            raise _send_failed(settings, sender, mutations, done, error) from error
         done += len(mutations)
 
     pending: list[Any] = []
@@ -473,6 +564,122 @@ def write_task(settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch]) -
     return commit
 
 
+@dataclass
+class _Pending:
+    """A mutation waiting to be sent, with what its dead letter would need."""
+
+    mutation: Any
+    where: tuple[str, int]
+    batch: pa.RecordBatch
+    index: int
+
+    def payload(self) -> bytes:
+        return yson_payload(self.batch.slice(self.index, 1).to_pylist()[0])
+
+
+def _null_reasons(settings: HBaseSinkSettings, batch: pa.RecordBatch) -> dict[int, str]:
+    """Rows of ``batch`` that can not become a put: a null row-key part or event time, with the reason."""
+    reasons: dict[int, str] = {}
+    checks = [(c, f"row-key column {c!r} is null") for c in settings.key_columns]
+    if settings.timestamp_column is not None:
+        checks.append(
+            (settings.timestamp_column, f"timestamp_column {settings.timestamp_column!r} is null (an event time is "
+             "needed for replays to converge)")
+        )  # fmt: skip
+    for column, reason in checks:
+        array = batch.column(batch.schema.get_field_index(column))
+        if array.null_count:
+            for row, null in enumerate(array.is_null().to_pylist()):
+                if null:
+                    reasons.setdefault(row, reason)
+    return reasons
+
+
+def write_task_diverting(
+    settings: HBaseSinkSettings, batches: Iterator[pa.RecordBatch], dead: BoundDeadLetters
+) -> HBaseWriteCommit:
+    """:func:`write_task` with a dead-letter target: rows with a null row-key part or event time, rows whose values
+    can not be encoded, and puts HBase refuses (a failed call whose error is a refusal, :func:`is_refusal`, is sent
+    again row by row; the rows refused alone) are written to ``dead`` with their coordinates, the error and the
+    row as it arrived, durably before the task returns. Any other failure (transport, timeout, region unavailable,
+    the dead-letter target) fails the task."""
+    types = {f.name: f.dataType for f in settings.schema.fields}
+    sender = _Sender(settings)
+    commit = HBaseWriteCommit()
+    letters: list[DeadLetter] = []
+    position = 0
+    what = settings.describe()
+
+    def send(chunk: list[_Pending]) -> None:
+        mutations = [p.mutation for p in chunk]
+        try:
+            _reconnecting(settings, lambda: sender.send(mutations))
+        except Exception as error:
+            if not is_refusal(error):
+                raise _send_failed(settings, sender, mutations, commit.rows, error) from error
+            for one in chunk:  # a refused put-list may be partly applied: puts are idempotent, send each again
+                try:
+                    _reconnecting(settings, lambda m=one.mutation: sender.send([m]))
+                except Exception as alone:
+                    if not is_refusal(alone):
+                        raise _send_failed(settings, sender, [one.mutation], commit.rows, alone) from alone
+                    why = known_refusal(sender, [one.mutation]) or f"{type(alone).__name__}: {_error_text(alone)}"
+                    key = sender.row_of(one.mutation)
+                    message = f"{what} refused the put of row key {key[:100]!r}: {why}"
+                    letters.append(dead.letter(*one.where, message, one.payload()))
+                    continue
+                commit.rows += 1
+                commit.cells += sender.cells_of(one.mutation)
+            return
+        commit.rows += len(chunk)
+        commit.cells += sum(sender.cells_of(p.mutation) for p in chunk)
+
+    def encoded(batch: pa.RecordBatch) -> tuple[list[bytes], list[int] | None, list[list[bytes | None]]]:
+        index = {name: i for i, name in enumerate(batch.schema.names)}
+        keys = _row_keys(settings, batch, index, 0)
+        stamps = _timestamps(settings, batch, keys)
+        values = [encode_column(batch.column(index[column]), types[column]) for column, _ in settings.cells]
+        return keys, stamps, values
+
+    pending: list[_Pending] = []
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        where = batch_coordinates(batch, position)
+        position += batch.num_rows
+        bad = _null_reasons(settings, batch)
+        for row, reason in sorted(bad.items()):
+            letters.append(
+                dead.letter(*where[row], f"{what}: {reason}", yson_payload(batch.slice(row, 1).to_pylist()[0]))
+            )
+        rows = [r for r in range(batch.num_rows) if r not in bad]
+        if bad:
+            batch = batch.take(pa.array(rows, pa.int64()))
+            where = [where[r] for r in rows]
+        try:
+            parts = [(batch, where, encoded(batch))]
+        except Exception:  # some value does not encode: find it row by row
+            parts = []
+            for row in range(batch.num_rows):
+                one = batch.slice(row, 1)
+                try:
+                    parts.append((one, where[row : row + 1], encoded(one)))
+                except Exception as error:
+                    letters.append(dead.letter(*where[row], f"{what}: {error}", yson_payload(one.to_pylist()[0])))
+        for part, part_where, (keys, stamps, values) in parts:
+            mutations = sender.build(keys, values, stamps)
+            kept = [r for r in range(part.num_rows) if any(v[r] is not None for v in values)]
+            commit.empty_rows += part.num_rows - len(kept)
+            pending.extend(_Pending(m, part_where[r], part, r) for m, r in zip(mutations, kept, strict=True))
+        while len(pending) >= settings.batch_size:
+            send(pending[: settings.batch_size])
+            del pending[: settings.batch_size]
+    if pending:
+        send(pending)
+    commit.dead_letters = dead.write(letters, f" ({task_partition()})")  # durable before the task reports success
+    return commit
+
+
 def _summary(messages: list[WriterCommitMessage | None]) -> str:
     done = [m for m in messages if isinstance(m, HBaseWriteCommit)]
     return f"{sum(m.rows for m in done)} row(s), {sum(m.cells for m in done)} cell(s) from {len(done)} task(s)"
@@ -489,6 +696,7 @@ class HBaseStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.info("%s: batch %s wrote %s", self.settings.describe(), batchId, _summary(messages))
+        log_batch(messages, batchId, self.settings.dead_letters)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning(
@@ -508,6 +716,9 @@ class HBaseBatchWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> HBaseWriteCommit:  # type: ignore[override]
         return write_task(self.settings, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        log_batch(messages, None, self.settings.dead_letters)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         log.warning(

@@ -423,3 +423,104 @@ def test_kafka_batch_write_null_topic_goes_to_the_dead_letter_topic(spark, kafka
     assert (headers["deadletter.partition"], headers["deadletter.offset"]) == ("spark-partition-0", "1")
     assert headers["deadletter.error"] == "Null 'topic' and no 'topic' option"
     assert yson.loads(letter.value(), encoding=None) == {b"topic": None, b"value": b"v1"}
+
+
+# -- the HBase sink ----------------------------------------------------------------------------------------------
+
+HBASE_COLUMNS = [column("id", "int64", required=True), column("k", "string"), column("ts", "int64")]
+
+
+def _hbase_input(spark: Any, yt: Any, proxy: str, root: str, rows: list[dict[str, Any]]) -> tuple[Any, str, str]:
+    queue, consumer = _queue(yt, root, HBASE_COLUMNS, rows)
+    return _read(spark, proxy, queue, consumer).select("k", "id", "ts", *SOURCE), queue, consumer
+
+
+def _to_hbase(df: Any, hbase: Any, table: str, checkpoint: str, **options: Any) -> Any:
+    writer = (
+        df.writeStream.format("spyt_hbase")
+        .option("thrift", hbase.thrift_address)
+        .option("table", table)
+        .option("create_table", "true")
+        .option("row_key", "k")
+        .option("timestamp_column", "ts")
+        .option("checkpointLocation", checkpoint)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    return writer.trigger(availableNow=True).start()
+
+
+def _hbase_rows(hbase: Any, table: str) -> dict[bytes, dict[bytes, bytes]]:
+    conn = hbase.connection()
+    try:
+        return dict(conn.table(table).scan())
+    finally:
+        conn.close()
+
+
+def test_hbase_sink_refused_put_stops_the_query_by_default(spark, yt, yt_proxy, yt_root, hbase, checkpoint) -> None:
+    rows = [{"id": 0, "k": "k0", "ts": 1000}, {"id": 1, "k": "", "ts": 1000}]
+    df, queue, consumer = _hbase_input(spark, yt, yt_proxy, yt_root, rows)
+    error = query_failure(_to_hbase(df, hbase, f"dl_{uuid.uuid4().hex[:8]}", checkpoint))
+    assert "HBase refuses an empty row key" in str(error), error
+    assert _offsets(yt, queue, consumer) == {}
+
+
+def test_hbase_sink_bad_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, hbase, checkpoint) -> None:
+    """A null row key and a null event time (the sink can not build the put) and an empty row key and a negative
+    timestamp (HBase refuses the put: the refused call is sent again row by row) are dead-lettered; the rows
+    around them land and the consumer moves past all of them."""
+    rows = [
+        {"id": 0, "k": "k0", "ts": 1000},
+        {"id": 1, "k": None, "ts": 1000},
+        {"id": 2, "k": "", "ts": 1000},
+        {"id": 3, "k": "k3", "ts": -5},
+        {"id": 4, "k": "k4", "ts": None},
+        {"id": 5, "k": "k5", "ts": 1000},
+    ]
+    df, queue, consumer = _hbase_input(spark, yt, yt_proxy, yt_root, rows)
+    table, dead = f"dl_{uuid.uuid4().hex[:8]}", f"{yt_root}/dead"
+    options = {"deadLetter.path": dead, "deadLetter.create": "true", "deadLetter.proxy": yt_proxy}
+    _finish(_to_hbase(df, hbase, table, checkpoint, **options))
+    assert sorted(_hbase_rows(hbase, table)) == [b"k0", b"k5"]
+    letters = _dead_letters(yt, dead)
+    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
+        (f"hbase:{table}", "sink", "0", i) for i in (1, 2, 3, 4)
+    ]
+    errors = [r["error"] for r in letters]
+    assert "row-key column 'k' is null" in errors[0]
+    assert "refused the put of row key b'': HBase refuses an empty row key" in errors[1]
+    assert "negative timestamp -5 ms" in errors[2]
+    assert "timestamp_column 'ts' is null" in errors[3]
+    assert [_payload(r)[b"id"] for r in letters] == [1, 2, 3, 4]
+    assert _payload(letters[1])[b"k"] == b"" and _payload(letters[2])[b"ts"] == -5
+    assert _offsets(yt, queue, consumer) == {0: 6}
+
+
+def test_hbase_batch_write_through_thrift2_dead_letters_refused_puts(spark, yt, yt_proxy, yt_root, hbase) -> None:
+    """``df.write`` through the Thrift2 gateway (one ``putMultiple`` per batch): a row key longer than HBase's
+    32767 bytes and a negative timestamp are refused, found row by row and dead-lettered with the Spark partition
+    and the row's position in the task; the other rows land."""
+    table, dead = f"dl_{uuid.uuid4().hex[:8]}", f"{yt_root}/dead"
+    rows = [("a", 1, 1000), ("x" * 40000, 2, 1000), ("c", 3, -1), ("d", 4, 2000)]
+    df = spark.createDataFrame(rows, "k string, id long, ts long").coalesce(1)
+    (
+        df.write.format("spyt_hbase")
+        .mode("append")
+        .option("thrift", hbase.thrift2_address)
+        .option("thrift_api", "2")
+        .option("table", table)
+        .option("create_table", "true")
+        .option("row_key", "k")
+        .option("timestamp_column", "ts")
+        .option("deadLetter.path", dead)
+        .option("deadLetter.create", "true")
+        .option("deadLetter.proxy", yt_proxy)
+        .save()
+    )
+    assert sorted(_hbase_rows(hbase, table)) == [b"a", b"d"]
+    letters = _dead_letters(yt, dead)
+    assert [(r["partition"], r["offset"]) for r in letters] == [("spark-partition-0", 1), ("spark-partition-0", 2)]
+    assert "is 40000 bytes, longer than HBase's limit of 32767" in letters[0]["error"]
+    assert "negative timestamp -1 ms" in letters[1]["error"]
+    assert [_payload(r)[b"id"] for r in letters] == [2, 3]
