@@ -59,3 +59,27 @@ def test_each_pull_is_one_request_without_a_proxy_discovery_before_it(yt, yt_pro
     assert sum(b.column("id").to_pylist() == list(range(i * 10, i * 10 + 10)) for i, b in enumerate(batches)) == 3
     assert commands["pull_consumer"] == 3
     assert commands["hosts"] == 0, f"no discovery before each pull, got {dict(commands)}"
+
+
+def test_an_advance_is_three_round_trips_without_a_transaction_pinger(yt, yt_proxy, yt_root, commands) -> None:
+    """The advance of a micro-batch runs on the driver between two triggers: start, advance, commit, nothing else.
+
+    ``yt.wrapper`` pings a transaction from a thread of its own unless told not to (a copy of the client, a
+    ``ping_transaction`` request, up to 100 ms waiting for the thread at commit); a tablet transaction that lives for
+    one advance needs none of it."""
+    queue, consumer = f"{yt_root}/queue", f"{yt_root}/consumer"
+    create_queue(yt, queue, [column("id", "int64")], tablet_count=4)
+    create_consumer(yt, consumer, queue)
+    store = YtConsumerStore(YtConnection(yt_proxy), queue, consumer)
+    keys = [str(i) for i in range(4)]
+    store.advance({}, {key: 1 for key in keys})  # warm-up: client, connection
+    commands.clear()
+
+    for step in range(1, 4):
+        store.advance({key: step for key in keys}, {key: step + 1 for key in keys})
+
+    assert dict(commands) == {"start_transaction": 3, "execute_batch": 3, "commit_transaction": 3}
+    assert store.committed() == {key: 4 for key in keys}
+    with pytest.raises(ConsumerConflictError):  # still a compare-and-set
+        store.advance({key: 1 for key in keys}, {key: 9 for key in keys})
+    assert store.committed() == {key: 4 for key in keys}

@@ -103,7 +103,10 @@ class YtConsumerStore(OffsetStore):
         """
         client = self.connection.thread_client()
         try:
-            with client.Transaction(type="tablet") as transaction:
+            # No pinger: the transaction lives for the few milliseconds of one advance, far inside its timeout.
+            # yt.wrapper's pinger would cost a client copy, a ping_transaction round trip and up to 100 ms of
+            # waiting for its thread at commit (its sleep step): the largest fixed cost of a micro-batch.
+            with client.Transaction(type="tablet", ping=False) as transaction:
                 advance_consumer_partitions(
                     client, transaction.transaction_id, self.consumer_path, self.queue_path, old, new
                 )
