@@ -430,6 +430,10 @@ def _jlist(t: _Types, items: Iterable[Any]) -> Any:
 # ----------------------------------------------------------------------------------------- cells
 
 
+#: Widths of Kudu's integer types: a value outside their range is refused, never wrapped.
+_INT_BITS = {"INT8": 8, "INT16": 16, "INT32": 32, "INT64": 64}
+
+
 def _set_cell(t: _Types, row: Any, col: _Column, value: Any) -> None:
     """Write ``value`` into column ``col`` of a Java ``PartialRow`` (None = NULL)."""
     i = col.index
@@ -439,6 +443,13 @@ def _set_cell(t: _Types, row: Any, col: _Column, value: Any) -> None:
         row.setNull(i)
         return
     ty = col.type
+    bits = _INT_BITS.get(ty)
+    if bits is not None and not isinstance(value, bool) and isinstance(value, int):
+        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        if not low <= value <= high:  # JPype would wrap it silently (2**40 into an INT32 stores 0)
+            raise BadRecordError(
+                f"value {value!r} does not fit Kudu column {col.name!r} ({ty}): outside [{low}, {high}]"
+            )
     try:
         if ty == "INT64":
             row.addLong(i, t.JLong(value))
@@ -651,9 +662,10 @@ class KuduTable:
 
     # -------------------------------------------------------------------------------------- writes
 
-    def session(self, buffer_ops: int = 10_000) -> WriteSession:
-        """A write session (AUTO_FLUSH_BACKGROUND); call ``flush()`` and check its errors before trusting it."""
-        return WriteSession(self, buffer_ops)
+    def session(self, buffer_ops: int = 10_000, track: bool = False) -> WriteSession:
+        """A write session (AUTO_FLUSH_BACKGROUND); call ``flush()`` and check its errors before trusting it.
+        ``track``: remember the applied operations (see :meth:`WriteSession.refused`)."""
+        return WriteSession(self, buffer_ops, track)
 
     def apply(self, mutations: Iterable[Mutation]) -> int:
         """Apply ``mutations`` in one session and flush; :class:`KuduWriteError` if Kudu refused any of them."""
@@ -667,7 +679,8 @@ class WriteSession:
     """Operations on one table, sent in the background and confirmed by :meth:`flush`, which raises
     :class:`KuduWriteError` for every refused row (none is ever dropped silently)."""
 
-    def __init__(self, table: KuduTable, buffer_ops: int = 10_000) -> None:
+    def __init__(self, table: KuduTable, buffer_ops: int = 10_000, track: bool = False) -> None:
+        """``track``: keep every applied operation, so :meth:`refused` can name the mutations of a failed flush."""
         self.table = table
         t = table._t
         self._t = t
@@ -684,6 +697,9 @@ class WriteSession:
             MutationKind.DELETE: jt.newDelete,
         }
         self.applied = 0
+        self._tracked: list[tuple[Any, Mutation]] | None = [] if track else None
+        if track:  # room for every refused row of a buffer (the default collector holds 1000, then overflows)
+            self._java.setErrorCollectorSpace(buffer_ops)
 
     def apply(self, mutation: Mutation) -> None:
         """Queue one mutation (columns absent from its row are left unset)."""
@@ -701,6 +717,19 @@ class WriteSession:
         except self._t.KuduException as exc:
             raise _kudu_error(f"apply on table {self.table.name!r}", exc) from None
         self.applied += 1
+        if self._tracked is not None:
+            self._tracked.append((op, mutation))
+
+    def refused(self, errors: Sequence[RowError]) -> list[tuple[RowError, Mutation | None]]:
+        """The applied mutation of each refused operation (matched by its row key; a tracking session only, else
+        None for each)."""
+        if self._tracked is None:
+            return [(e, None) for e in errors]
+        _attach()
+        by_key: dict[str, Mutation] = {}
+        for op, mutation in self._tracked:
+            by_key[str(op.getRow().stringifyRowKey())] = mutation
+        return [(e, by_key.get(e.key)) for e in errors]
 
     def apply_all(self, mutations: Iterable[Mutation]) -> int:
         """Queue every mutation; returns how many."""

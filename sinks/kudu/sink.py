@@ -48,12 +48,20 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.connect import check_sink_options
-from spyt_queue.deadletter import log_batch, sink_dead_letters, yson_payload
+from spyt_queue.deadletter import (
+    BoundDeadLetters,
+    DeadLetter,
+    log_batch,
+    sink_dead_letters,
+    task_partition,
+    yson_payload,
+)
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.options import Options
 from spyt_queue.spark.source import _user_errors
+from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
-from .mutations import Key, format_key, key_of
+from .mutations import Key, Mutation, format_key, key_of
 from .planners import HistoryPlanner, LatestPlanner, Planner, plan_batch, planner_from_options
 
 __all__ = [
@@ -132,7 +140,7 @@ class KuduSinkConfig:
     key_check: bool = True
     scan_batch: int = 1000
     timestamp_columns: tuple[str, ...] = ()
-    dead_letters: Any = None  # BoundDeadLetters (deadLetter.*): rows with a null key go there instead of failing
+    dead_letters: Any = None  # BoundDeadLetters (deadLetter.*): rows Kudu or the planner refuses go there
 
 
 @dataclass
@@ -171,16 +179,16 @@ def _rows(batches: Iterable[pa.RecordBatch], timestamp_columns: Sequence[str]) -
 
 
 def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any = None) -> KuduWriteCommit:
-    """Plan and apply one task's rows (runs on an executor); raises on any refused row."""
+    """Plan and apply one task's rows (runs on an executor); raises on any refused row (with ``deadLetter.*``: see
+    :func:`_write_diverting`)."""
     from .client import KuduWriteError, get_client
 
     rows = _rows(batches, config.timestamp_columns)
-    planner = config.planner
-    diverted = _divert_null_keys(config, rows) if config.dead_letters is not None else 0
-    if diverted:
-        rows = [row for row in rows if not any(v is None for v in key_of(row, planner.key))]
+    if config.dead_letters is not None:
+        return _write_diverting(config, rows, config.dead_letters, now)
     if not rows:
-        return KuduWriteCommit(rows=0, keys=0, dead_letters=diverted)
+        return KuduWriteCommit(rows=0, keys=0)
+    planner = config.planner
     table = get_client(config.masters, jars=config.jars).table(config.table)
     keys: dict[Key, None] = {}
     for row in rows:
@@ -190,13 +198,7 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
                 f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(planner.key, k)})"
             )
         keys[k] = None
-    existing: list[dict[str, Any]] = []
-    scans = 0
-    if planner.needs_existing:
-        found = table.rows_for_keys(planner.key, list(keys), batch=config.scan_batch)
-        scans = (len(keys) + config.scan_batch - 1) // config.scan_batch
-        for stored in found.values():
-            existing.extend(stored)
+    existing, scans = _existing(config, table, keys)
     now = now if now is not None else dt.datetime.now().replace(tzinfo=None)
     mutations = plan_batch(planner, rows, existing, now=now)
     counts = Counter(m.kind.value for m in mutations)
@@ -206,45 +208,129 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
             try:
                 session.flush()  # one flush; raises KuduWriteError listing refused rows
             except KuduWriteError as error:
-                if any(e.already_present for e in error.errors) and planner.name != "append":
-                    raise KuduWriteError(
-                        f"{error} -- an INSERT met a row it had not seen: another task (or writer) planned the same "
-                        f"key in this batch; partition the stream by the key before the sink: "
-                        f"df.repartition({', '.join(repr(c) for c in planner.key)})",
-                        error.errors,
-                        error.overflowed,
-                    ) from None
-                raise
+                raise _conflict(config, error) or error from None
     planned = [repr(k) for k in keys] if config.key_check else []
+    return KuduWriteCommit(rows=len(rows), keys=len(keys), mutations=dict(counts), scans=scans, planned_keys=planned)
+
+
+def _existing(config: KuduSinkConfig, table: Any, keys: Mapping[Key, None]) -> tuple[list[dict[str, Any]], int]:
+    """The stored rows of ``keys`` (when the planner needs them) and how many scans fetched them."""
+    if not config.planner.needs_existing or not keys:
+        return [], 0
+    found = table.rows_for_keys(config.planner.key, list(keys), batch=config.scan_batch)
+    existing: list[dict[str, Any]] = []
+    for stored in found.values():
+        existing.extend(stored)
+    return existing, (len(keys) + config.scan_batch - 1) // config.scan_batch
+
+
+def _conflict(config: KuduSinkConfig, error: Any) -> Exception | None:
+    """The error for a flush whose INSERT met a stored key that the planner had not seen (another task or writer
+    planned the key in this batch), naming the fix; None for other refusals."""
+    from .client import KuduWriteError
+
+    if not any(e.already_present for e in error.errors) or config.planner.name == "append":
+        return None
+    return KuduWriteError(
+        f"{error} -- an INSERT met a row it had not seen: another task (or writer) planned the same key in this "
+        f"batch; partition the stream by the key before the sink: "
+        f"df.repartition({', '.join(repr(c) for c in config.planner.key)})",
+        error.errors,
+        error.overflowed,
+    )
+
+
+def _write_diverting(
+    config: KuduSinkConfig, rows: list[dict[str, Any]], dead: BoundDeadLetters, now: Any
+) -> KuduWriteCommit:
+    """:func:`write_task` with a dead-letter target. Dead-lettered instead of failing the task: rows with a null
+    key column; the rows of a key the planner refuses (``append``: another value under a stored key); a mutation
+    the client can not build (a value outside the column's range, a null in a NOT NULL column); and the rows Kudu
+    refuses at the session's flush (a value too large, a duplicate key of an ``append`` INSERT, ...), matched to
+    their mutations by row key. Not dead-lettered, the task fails: transient errors, an overflowing error
+    collector, and a stored key met by another planner's INSERT or UPDATE (the stream is not partitioned by the
+    key). Dead letters are durable before the task returns."""
+    from .client import KuduWriteError, get_client
+
+    planner = config.planner
+    task = task_partition()
+    letters: list[DeadLetter] = []
+    groups: dict[Key, list[tuple[tuple[str, int], dict[str, Any]]]] = {}
+    for position, row in enumerate(rows):
+        where = _where(row, task, position)
+        k = key_of(row, planner.key)
+        if any(v is None for v in k):
+            error = f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(planner.key, k)})"
+            letters.append(dead.letter(*where, error, yson_payload(row)))
+            continue
+        groups.setdefault(k, []).append((where, row))
+    kept = sum(len(g) for g in groups.values())
+    counts: Counter[str] = Counter()
+    scans = 0
+    if groups:
+        table = get_client(config.masters, jars=config.jars).table(config.table)
+        existing, scans = _existing(config, table, dict.fromkeys(groups))
+        stored: dict[Key, list[dict[str, Any]]] = {}
+        for row in existing:
+            stored.setdefault(key_of(row, planner.key), []).append(row)
+        now = now if now is not None else dt.datetime.now().replace(tzinfo=None)
+        planned: list[tuple[Mutation, tuple[str, int]]] = []
+        for k, group in groups.items():
+            try:
+                mutations = planner.plan([row for _, row in group], stored.get(k, []), now=now)
+            except BadRecordError as error:  # the planner refuses this key's rows (a conflict with the table)
+                letters.extend(dead.letter(*where, f"Kudu sink: {error}", yson_payload(row)) for where, row in group)
+                continue
+            planned.extend((m, _origin(m, group)) for m in mutations)
+        origin = {id(m): where for m, where in planned}
+        refused: set[int] = set()
+        with table.session(track=True) as session:
+            for mutation, where in planned:
+                try:
+                    session.apply(mutation)
+                except KuduWriteError:
+                    raise
+                except BadRecordError as error:  # the row could not be built: nothing of it was sent
+                    message = f"Kudu sink: table {config.table!r} refused the row: {error}"
+                    letters.append(dead.letter(*where, message, yson_payload(dict(mutation.row))))
+                    refused.add(id(mutation))
+            try:
+                session.flush()
+            except KuduWriteError as error:
+                conflict = _conflict(config, error)
+                if conflict is not None or error.overflowed or any(e.transient for e in error.errors):
+                    raise conflict or error from None
+                for row_error, mutation in session.refused(error.errors):
+                    if mutation is None or (row_error.not_found and planner.name != "append"):
+                        raise
+                    message = f"Kudu sink: table {config.table!r} refused {row_error}"
+                    letters.append(dead.letter(*origin[id(mutation)], message, yson_payload(dict(mutation.row))))
+                    refused.add(id(mutation))
+        counts.update(m.kind.value for m, _ in planned if id(m) not in refused)
+    diverted = dead.write(letters, f" ({task})")  # durable before the task reports success
     return KuduWriteCommit(
-        rows=len(rows),
-        keys=len(keys),
+        rows=kept,
+        keys=len(groups),
         mutations=dict(counts),
         scans=scans,
-        planned_keys=planned,
+        planned_keys=[repr(k) for k in groups] if config.key_check else [],
         dead_letters=diverted,
     )
 
 
-def _divert_null_keys(config: KuduSinkConfig, rows: list[dict[str, Any]]) -> int:
-    """Write the rows with a null key column to the dead-letter target (durably, before anything is applied);
-    how many there were."""
-    from pyspark import TaskContext
+def _where(row: Mapping[str, Any], task: str, position: int) -> tuple[str, int]:
+    """A row's dead-letter coordinates: its source tablet and row (service columns), else the task and position."""
+    tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
+    return (str(tablet), int(index)) if tablet is not None and index is not None else (task, position)
 
-    from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
-    context = TaskContext.get()
-    task = f"spark-partition-{context.partitionId()}" if context is not None else "this task"
-    letters = []
-    for position, row in enumerate(rows):
-        key = key_of(row, config.planner.key)
-        if not any(v is None for v in key):
-            continue
-        tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
-        where = (str(tablet), int(index)) if tablet is not None and index is not None else (task, position)
-        error = f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(config.planner.key, key)})"
-        letters.append(config.dead_letters.letter(*where, error, yson_payload(row)))
-    return config.dead_letters.write(letters, f" ({task})")
+def _origin(mutation: Mutation, group: Sequence[tuple[tuple[str, int], Mapping[str, Any]]]) -> tuple[str, int]:
+    """The coordinates of the arriving row a mutation writes (the first whose values it carries), else of the key's
+    last arriving row (e.g. the UPDATE closing a stored version)."""
+    for where, row in group:
+        if all(mutation.row.get(c, v) == v for c, v in row.items() if c in mutation.row):
+            return where
+    return group[-1][0]
 
 
 def check_one_task_per_key(messages: Sequence[WriterCommitMessage | None], table: str, key: Sequence[str]) -> None:

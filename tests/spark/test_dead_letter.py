@@ -524,3 +524,90 @@ def test_hbase_batch_write_through_thrift2_dead_letters_refused_puts(spark, yt, 
     assert "is 40000 bytes, longer than HBase's limit of 32767" in letters[0]["error"]
     assert "negative timestamp -1 ms" in letters[1]["error"]
     assert [_payload(r)[b"id"] for r in letters] == [2, 3]
+
+
+# -- the Kudu sink: rows Kudu refuses ------------------------------------------------------------------------------
+
+KUDU_COLUMNS = [
+    column("id", "int64", required=True),
+    column("k", "int64"),
+    column("n", "int64"),
+    column("s", "string"),
+    column("r", "string"),
+]
+KUDU_ROWS = [
+    {"id": 0, "k": 0, "n": 1, "s": "a", "r": "x"},
+    {"id": 1, "k": 1, "n": 2**40, "s": "b", "r": "x"},  # outside the table's INT32 column n
+    {"id": 2, "k": 2, "n": 3, "s": "x" * 70000, "r": "x"},  # above Kudu's 64 KiB cell limit: refused at flush
+    {"id": 3, "k": 3, "n": 4, "s": "d", "r": "x"},
+    {"id": 4, "k": 100, "n": 5, "s": "new", "r": "x"},  # key 100 is stored with s='old': append never overwrites
+    {"id": 5, "k": 5, "n": 6, "s": "f", "r": None},  # null in a NOT NULL column
+]
+
+
+def _kudu_table(kudu: Any) -> str:
+    """A Kudu table narrower than the stream (n INT32, r NOT NULL) holding key 100, with the service columns."""
+    from spyt_queue.sinks.kudu.client import ColumnSpec, get_client
+    from spyt_queue.sinks.kudu.mutations import Mutation, MutationKind
+
+    table = f"dl_{uuid.uuid4().hex[:8]}"
+    specs = [
+        ColumnSpec("k", "int64", key=True, nullable=False),
+        ColumnSpec("id", "int64"),
+        ColumnSpec("n", "int32"),
+        ColumnSpec("s", "string"),
+        ColumnSpec("r", "string", nullable=False),
+        ColumnSpec(SOURCE[0], "int64"),
+        ColumnSpec(SOURCE[1], "int64"),
+    ]
+    client = get_client(kudu.master_addresses)
+    client.create_table(table, specs, hash_columns=["k"], hash_buckets=2)
+    client.table(table).apply([Mutation(MutationKind.INSERT, {"k": 100, "id": -1, "s": "old", "r": "x"})])
+    return table
+
+
+def _kudu_refused_input(spark: Any, yt: Any, proxy: str, root: str, rows: list[dict[str, Any]]) -> tuple[Any, str, str]:
+    queue, consumer = _queue(yt, root, KUDU_COLUMNS, rows)
+    return _read(spark, proxy, queue, consumer).select("k", "id", "n", "s", "r", *SOURCE), queue, consumer
+
+
+def test_kudu_sink_value_out_of_range_stops_the_query_by_default(
+    spark, yt, yt_proxy, yt_root, kudu, checkpoint
+) -> None:
+    """A bigint beyond the table's INT32 column stops the query naming the column (it was stored wrapped: 2^40 as
+    0), and nothing is committed."""
+    from spyt_queue.sinks.kudu.client import get_client
+
+    df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, KUDU_ROWS[:2])
+    table = _kudu_table(kudu)
+    error = query_failure(_to_kudu(df, kudu, table, checkpoint))
+    assert "BadRecordError: value 1099511627776 does not fit Kudu column 'n' (INT32)" in str(error), error
+    assert [r["k"] for r in get_client(kudu.master_addresses).table(table).read_all() if r["k"] == 1] == []
+    assert _offsets(yt, queue, consumer) == {}
+
+
+def test_kudu_sink_rows_kudu_refuses_go_to_the_dead_letter_table(
+    spark, yt, yt_proxy, yt_root, kudu, checkpoint
+) -> None:
+    """Refused by the client (a value outside INT32, a null in a NOT NULL column), by the planner (another value
+    under a stored key of an ``append`` table) and by Kudu at the session's flush (a cell above 64 KiB): each row
+    goes to the dead-letter table with its source coordinates and the reason; the others land, the offsets move."""
+    from spyt_queue.sinks.kudu.client import get_client
+
+    df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, KUDU_ROWS)
+    table, dead = _kudu_table(kudu), f"{yt_root}/dead"
+    options = {"deadLetter.path": dead, "deadLetter.create": "true", "deadLetter.proxy": yt_proxy}
+    _finish(_to_kudu(df, kudu, table, checkpoint, **options))
+    stored = get_client(kudu.master_addresses).table(table).read_all()
+    assert sorted((r["k"], r["id"], r["s"]) for r in stored) == [(0, 0, "a"), (3, 3, "d"), (100, -1, "old")]
+    letters = _dead_letters(yt, dead)
+    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
+        (f"kudu:{table}", "sink", "0", i) for i in (1, 2, 4, 5)
+    ]
+    errors = [r["error"] for r in letters]
+    assert "value 1099511627776 does not fit Kudu column 'n' (INT32)" in errors[0]
+    assert "value too large for column 's' (70000 bytes, maximum is 65536 bytes)" in errors[1]
+    assert "append planner: k=100 is stored with other values; append never overwrites" in errors[2]
+    assert "column 'r' is NOT NULL in Kudu but the row has NULL there" in errors[3]
+    assert [_payload(r)[b"id"] for r in letters] == [1, 2, 4, 5]
+    assert _offsets(yt, queue, consumer) == {0: 6}
