@@ -7,10 +7,12 @@ offsets after each batch's sink commit through the shared :class:`~spyt_queue.co
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
@@ -110,6 +112,23 @@ def with_retries(call: Callable[[], T], what: str, attempts: int = 6, delay: flo
             time.sleep(delay)
             delay = min(delay * 2, 5.0)
     raise AssertionError("unreachable")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for one consume-and-convert step (never across a ``yield``).
+
+    ``consume()`` allocates thousands of GC-tracked ``Message`` objects at once; with the collector on, they trigger
+    collections that walk every live object of the worker, which cost more CPU than reading the records
+    (≈1.6 µs/record with it, ≈0.65 µs without, 100 B records). The messages are freed by reference counting once
+    the batch is built, before the collector resumes; nothing in the step makes cyclic garbage."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class KafkaBackend(QueueBackend):
@@ -265,6 +284,34 @@ class KafkaBackend(QueueBackend):
         position = start
         deadline = time.monotonic() + self.poll_timeout_ms / 1000
         while position < end:
+            batch, position = self._poll(consumer, topic, index, position, end, partition, on_data_loss)
+            if batch is not None:
+                deadline = time.monotonic() + self.poll_timeout_ms / 1000
+                yield batch
+                continue
+            next_offset = consumer.position([TopicPartition(topic, index)])[0].offset
+            if next_offset >= 0:
+                position = max(position, next_offset)
+            if position < end and time.monotonic() > deadline:
+                raise SpytQueueError(
+                    f"Timed out after {self.poll_timeout_ms} ms reading {self.describe(partition)} at offset "
+                    f"{position} (batch ends at {end}); raise kafkaConsumer.pollTimeoutMs if the broker is slow"
+                )
+
+    def _poll(
+        self,
+        consumer: Any,
+        topic: str,
+        index: int,
+        position: int,
+        end: int,
+        partition: str,
+        on_data_loss: DataLossHandler,
+    ) -> tuple[pa.RecordBatch | None, int]:
+        """One ``consume()`` call: the records in ``[position, end)`` as a batch (``None`` if it brought none) and
+        the offset below which everything has now been seen. The collector is paused until the messages are gone
+        (:func:`gc_paused`)."""
+        with gc_paused():
             messages = consumer.consume(num_messages=min(self.consume_batch, end - position), timeout=1.0)
             records = [m for m in messages if m.error() is None]
             seen_to = position  # the partition-EOF offset, applied after this batch's records
@@ -290,20 +337,11 @@ class KafkaBackend(QueueBackend):
                         raise KafkaException(error)
             if records and (records[0].offset() < position or records[-1].offset() >= end):
                 records = [m for m in records if position <= m.offset() < end]
+            batch = self._to_arrow(records, topic, index) if records else None
             if records:
-                position = max(seen_to, records[-1].offset() + 1)
-                deadline = time.monotonic() + self.poll_timeout_ms / 1000
-                yield self._to_arrow(records, topic, index)
-                continue
-            position = seen_to
-            next_offset = consumer.position([TopicPartition(topic, index)])[0].offset
-            if next_offset >= 0:
-                position = max(position, next_offset)
-            if position < end and time.monotonic() > deadline:
-                raise SpytQueueError(
-                    f"Timed out after {self.poll_timeout_ms} ms reading {self.describe(partition)} at offset "
-                    f"{position} (batch ends at {end}); raise kafkaConsumer.pollTimeoutMs if the broker is slow"
-                )
+                seen_to = max(seen_to, records[-1].offset() + 1)
+            del messages, records  # freed by reference counting while the collector still sleeps
+        return batch, seen_to
 
     def _to_arrow(self, messages: list[Any], topic: str, index: int) -> pa.RecordBatch:
         """Columns built whole; topic and partition are constants of the range, offsets a range when contiguous."""
