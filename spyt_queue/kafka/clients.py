@@ -29,6 +29,9 @@ _PRODUCERS: dict[str, Producer] = {}
 _POISONED: set[int] = set()  # ids of pooled producers that reported a fatal error
 _LOCK = threading.Lock()
 
+#: librdkafka's ``fetch.wait.max.ms`` for reading consumers (``kafka.fetch.wait.max.ms`` overrides it).
+FETCH_WAIT_MAX_MS = 10
+
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
 
@@ -114,7 +117,10 @@ def consumer_config(config: Mapping[str, Any], group_id: str | None = None) -> d
     settings = {
         # Larger fetches than librdkafka's 1 MB per partition: an executor reads one partition at a time.
         "max.partition.fetch.bytes": 8 * 1024 * 1024,
-        "fetch.wait.max.ms": 100,
+        # A bounded read never waits for new records, but a pooled consumer moving to the next task's partition
+        # waits out the fetch still in flight for the last one (one outstanding fetch per broker): the broker holds
+        # it up to this long when that partition has nothing new. 100 ms cost every task of a micro-batch ~100 ms.
+        "fetch.wait.max.ms": FETCH_WAIT_MAX_MS,
         **config,
     }
     settings.pop("group.id", None)
