@@ -193,6 +193,9 @@ def measure(spark: Any, source: Any, rate: int, args: argparse.Namespace, label:
             time.sleep(0.2)
         print(f"  [{label} @ {rate}/s] first batch after {time.monotonic() - started:.1f}s; warming up", flush=True)
         time.sleep(args.warmup)
+        backlog, caught_up = producer.sent, time.monotonic() + args.drain  # the query start's backlog: not measured
+        while window.arrived_total < backlog and time.monotonic() < caught_up and query.exception() is None:
+            time.sleep(0.2)
         window.start_ms = now_ms()
         first_batch = (query.lastProgress or {}).get("batchId", -1)
         ends = time.monotonic() + args.seconds

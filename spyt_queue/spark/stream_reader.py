@@ -10,6 +10,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -48,7 +49,19 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[str, int] | None = None
         self._last_bounds: dict[str, PartitionBounds] | None = None
         self._last_batch_at = time.monotonic()
+        self._commits: ThreadPoolExecutor | None = None
         backend.schema()  # fetched once here, then carried to executors inside every input partition
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_commits"] = None  # a thread of the driver's runner; executors never commit
+        return state
+
+    def _commit_in_background(self, offset: StreamOffset) -> Future[bool]:
+        """Start committing ``offset`` on the reader's one commit thread (commits stay serial and in order)."""
+        if self._commits is None:
+            self._commits = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spyt-queue-commit")
+        return self._commits.submit(self._commit, offset, "latestOffset")
 
     # -- offsets -----------------------------------------------------------------------------------------
     def _parse(self, data: dict[str, Any]) -> StreamOffset:
@@ -101,14 +114,21 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         that is ahead (``startingOffsets=earliest``) is only moved once the first batch is in the sink.
         """
         current = self._parse(start)
-        committed = current.initial or self._commit(current, "latestOffset")
+        # The commit of ``start`` and the bounds of the next batch are independent: they run side by side (the
+        # commit on the reader's commit thread), and this call waits for both, so the commit still completes (or
+        # fails) within the call, before anything is returned, exactly as if it ran first.
+        pending = None if current.initial else self._commit_in_background(current)
+        bounds_error: Exception | None = None
         try:
             bounds = self.backend.bounds()
         except Exception as error:
-            if not self.backend.is_transient(error):
-                raise
+            bounds_error = error
+        committed = True if pending is None else pending.result()
+        if bounds_error is not None:
+            if not self.backend.is_transient(bounds_error):
+                raise bounds_error
             log.warning(
-                "could not fetch the bounds of %s (%s); no new batch this trigger", self.backend.source_id, error
+                "could not fetch the bounds of %s (%s); no new batch this trigger", self.backend.source_id, bounds_error
             )
             return start
         self._last_bounds = bounds
@@ -218,4 +238,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._commit(self._parse(end), "commit")
 
     def stop(self) -> None:
-        """Nothing to flush: every commit has already happened synchronously."""
+        """Nothing to flush: every commit has completed within the call that started it. Ends the commit thread."""
+        if self._commits is not None:
+            self._commits.shutdown(wait=True)
+            self._commits = None

@@ -78,7 +78,7 @@ class YtConsumerStore(OffsetStore):
     def committed(self) -> dict[str, int | None]:
         """Offsets from the consumer table's rows for this queue (one ``select_rows``)."""
         query = f'* from [{self.consumer_path}] where queue_path = "{_escape(self.queue_path)}"'
-        rows = list(self.connection.client().select_rows(query))
+        rows = list(self.connection.thread_client().select_rows(query))  # commits may run on a thread of their own
         positions: dict[str, int | None] = {}
         clusters: dict[str, set[str]] = {}
         for row in rows:
