@@ -51,11 +51,12 @@ from pyspark.sql.types import (
     TimestampNTZType,
     TimestampType,
 )
-from yt.wrapper import YtClient
+from yt.wrapper import YsonFormat, YtClient
 
 from spyt_queue.errors import BadRecordError, ProducerSequenceError, SchemaMismatchError
 from spyt_queue.yt.backend import YtConnection, has_code, is_transient_yt_error
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
+from spyt_queue.yt.yson_rows import encodable, encode_rows, fragment
 
 log = logging.getLogger("spyt_queue.write")
 
@@ -71,6 +72,7 @@ _SPLIT_HINT = (
     "repartition/shuffle before it; if the gap is expected (a filter, rows trimmed with failOnDataLoss=false, a "
     "consumer moved ahead), set producer_allow_gaps=true"
 )
+_BINARY_YSON = YsonFormat(format="binary")
 _YT_INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
 
 
@@ -364,6 +366,11 @@ class YtTableWriter:
             prefix = session_prefix or self.producer_session_prefix or DEFAULT_SESSION_PREFIX
             self._write_through_producer(batches, stats, prefix)
             return stats
+        if self.dead_letters is None:
+            batches, fast = self._fast_path(batches)
+            if fast:
+                self._write_encoded(batches, stats)
+                return stats
         pending: list[dict[str, Any]] = []
         position = 0
         letters: list[Any] = []
@@ -383,6 +390,61 @@ class YtTableWriter:
         if self.dead_letters is not None:  # durable before the task returns: the batch commits only after them
             stats.dead_letters += self.dead_letters.write(letters, f" ({task_label()})")
         return stats
+
+    def _fast_path(self, batches: Iterator[pa.RecordBatch]) -> tuple[Iterator[pa.RecordBatch], bool]:
+        """Whether the task's rows can be encoded to YSON column by column (:mod:`spyt_queue.yt.yson_rows`): every
+        written column is of a plain Arrow type (signed integers, floats, booleans, strings, binaries) and goes
+        to a column that takes such values as they are (not unsigned, ``yson``/``any``, decimal or composite).
+        Peeks at the first batch; returns the batches (that one included) and the answer."""
+        first = next(batches, None)
+        if first is None:
+            return iter(()), False
+        rest = itertools.chain([first], batches)
+        for name, data_type in zip(first.schema.names, first.schema.types, strict=True):
+            if name in self.dropped_columns():
+                continue
+            if not encodable(data_type):
+                return rest, False
+            column = self.table.column(name)
+            t = column.base_type if column is not None else None
+            if isinstance(t, dict) or (t in _YT_INT_BITS and t.startswith("u")) or t in ("yson", "any"):
+                return rest, False
+        return rest, True
+
+    def _write_encoded(self, batches: Iterator[pa.RecordBatch], stats: WriteStats) -> None:
+        """:meth:`write` for plain columns: each Arrow batch becomes binary YSON rows without Python values, sent
+        in ``insert_rows`` requests of ``dyn_batch_size`` rows as raw YSON list fragments."""
+        pending: list[pa.Array] = []
+        count = 0
+        position = 0
+        for batch in batches:
+            self.check_nulls(batch, position, self._written_so_far(stats))
+            position += batch.num_rows
+            if batch.num_rows == 0:
+                continue
+            pending.append(encode_rows(self._drop(batch)))
+            count += batch.num_rows
+            while count >= self.dyn_batch_size:
+                merged = pa.concat_arrays(pending) if len(pending) > 1 else pending[0]
+                self._insert_encoded(merged.slice(0, self.dyn_batch_size), stats)
+                pending, count = [merged.slice(self.dyn_batch_size)], count - self.dyn_batch_size
+        if count:
+            self._insert_encoded(pa.concat_arrays(pending) if len(pending) > 1 else pending[0], stats)
+
+    def _insert_encoded(self, rows: pa.Array, stats: WriteStats) -> None:
+        try:
+            self.client.insert_rows(
+                self.path, fragment(rows), update=True if self.table.sorted else None, raw=True, format=_BINARY_YSON
+            )
+        except Exception as error:
+            if is_transient_yt_error(error):
+                raise
+            first = next(iter(yson.loads(fragment(rows.slice(0, 1)), yson_type="list_fragment")), None)
+            raise BadRecordError(
+                f"insert_rows of {len(rows)} rows into {self.path} failed (first row {first!r}): {error}"
+            ) from error
+        stats.rows += len(rows)
+        stats.requests += 1
 
     def _drop(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         drop = [n for n in self.dropped_columns() if n in batch.schema.names]

@@ -1,0 +1,119 @@
+"""Sinks without per-row Python work: plain columns go to YT as binary YSON built column by column, and the Kafka
+sink asks librdkafka for delivery reports of failed records only. What a user sees must not change."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import pyarrow as pa
+import pytest
+import yt.yson as yson
+
+from spyt_queue.errors import BadRecordError
+from spyt_queue.yt.admin import column, create_queue, create_sorted_table
+from spyt_queue.yt.backend import YtConnection
+from spyt_queue.yt.schema import YtSchema
+from spyt_queue.yt.table_writer import YtTableWriter
+from spyt_queue.yt.yson_rows import encode_rows, fragment
+
+EDGE_INTS = [None, 0, 1, -1, 63, 64, -64, -65, 127, 128, 300, 2**31, -(2**31) - 1, 2**62, 2**63 - 1, -(2**63)]
+
+
+def _mixed_batch() -> pa.RecordBatch:
+    n = len(EDGE_INTS)
+    return pa.RecordBatch.from_pydict(
+        {
+            "i64": pa.array(EDGE_INTS, pa.int64()),
+            "i8": pa.array([None if v is None else v % 100 - 50 for v in EDGE_INTS], pa.int8()),
+            "i32": pa.array([None if v is None else v % 1000 for v in EDGE_INTS], pa.int32()),
+            "s": pa.array([None, "", "é" * 70, "a" * 200] + ["z"] * (n - 4)),
+            "b": pa.array([None, True, False] + [True] * (n - 3)),
+            "f32": pa.array([None, 1.5, -0.0, float("inf")] + [2.0] * (n - 4), pa.float32()),
+            "f64": pa.array([math.pi, None, float("-inf"), 1e300] + [-2.5] * (n - 4), pa.float64()),
+            "bin": pa.array([b"\x00\xff" * 5000, None, b""] + [b"\x01"] * (n - 3), pa.binary()),
+            "$tablet_index": pa.array([0] * n, pa.int32()),
+        }
+    )
+
+
+def test_encoded_rows_are_the_bytes_yson_writes_for_the_same_dicts() -> None:
+    batch = _mixed_batch()
+    expected = yson.dumps(batch.to_pylist(), yson_type="list_fragment", yson_format="binary")
+    assert fragment(encode_rows(batch)) == expected
+    part = batch.slice(3, 5)
+    assert fragment(encode_rows(batch).slice(3, 5)) == yson.dumps(
+        part.to_pylist(), yson_type="list_fragment", yson_format="binary"
+    )
+    assert fragment(encode_rows(batch.slice(0, 0))) == b""
+
+
+def _writer(yt, yt_proxy: str, path: str, batch_size: int = 50_000) -> YtTableWriter:
+    return YtTableWriter(YtConnection(yt_proxy), path, YtSchema.parse(yt.get(f"{path}/@schema")), batch_size)
+
+
+def test_plain_columns_are_encoded_in_bulk_and_other_types_are_converted_in_python(yt, yt_proxy, yt_root) -> None:
+    target = f"{yt_root}/kinds"
+    create_sorted_table(
+        yt,
+        target,
+        [
+            column("k", "int64", sort_order="ascending"),
+            column("v", "string"),
+            column("u", "uint64"),
+            column("t", "timestamp"),
+            column("y", "any"),
+        ],
+    )
+    writer = _writer(yt, yt_proxy, target)
+    plain = pa.RecordBatch.from_pydict({"k": [1], "v": ["a"]})
+    assert writer._fast_path(iter([plain]))[1]
+    for name, array in (
+        ("u", pa.array([1], pa.int64())),  # unsigned targets are range-checked row by row
+        ("t", pa.array([datetime.datetime(2026, 1, 1)], pa.timestamp("us"))),
+        ("y", pa.array([b"{a=1}"], pa.binary())),  # yson columns parse the bytes
+    ):
+        batches, fast = writer._fast_path(iter([pa.RecordBatch.from_arrays([pa.array([1]), array], ["k", name])]))
+        assert not fast, name
+        assert len(list(batches)) == 1  # the peeked batch is not lost
+
+
+@pytest.mark.spark
+def test_spark_write_of_plain_columns_round_trips_in_batches(spark, yt, yt_proxy, yt_root) -> None:
+    target = f"{yt_root}/plain"
+    create_sorted_table(
+        yt,
+        target,
+        [
+            column("k", "int64", sort_order="ascending"),
+            column("s", "string"),
+            column("d", "double"),
+            column("f", "float"),
+            column("b", "boolean"),
+            column("i", "int32"),
+            column("raw", "string"),
+        ],
+    )
+    rows = [
+        (k, None if k % 5 == 0 else f"s{k}é", k / 4, float(k % 3), k % 2 == 0, -k, bytes([65 + k % 26]) * 3)
+        for k in range(-20, 37)
+    ]
+    df = spark.createDataFrame(rows, "k long, s string, d double, f float, b boolean, i int, raw binary")
+    df.repartition(3).write.format("ytqueue").mode("append").option("proxy", yt_proxy).option(
+        "dyn_batch_size", "7"
+    ).save(target)
+    got = sorted(
+        tuple(r[c] for c in ("k", "s", "d", "f", "b", "i", "raw")) for r in yt.select_rows(f"* from [{target}]")
+    )
+    assert got == [(k, s, d, f, b, i, raw.decode()) for k, s, d, f, b, i, raw in rows]
+
+
+def test_a_refused_request_names_the_first_row_of_the_encoded_chunk(yt, yt_proxy, yt_root) -> None:
+    target = f"{yt_root}/refused"
+    create_queue(yt, target, [column("id", "int64"), column("v", "string")], tablet_count=1)
+    writer = _writer(yt, yt_proxy, target, batch_size=4)
+    good = pa.RecordBatch.from_pydict({"id": [1, 2, 3, 4], "v": ["a"] * 4, "$tablet_index": [0] * 4})
+    bad = pa.RecordBatch.from_pydict({"id": [5, 6], "v": ["b", "c"], "$tablet_index": [7, 0]})
+    with pytest.raises(BadRecordError, match=r"insert_rows of 2 rows into .*refused failed \(first row \{'id': 5"):
+        writer.write(iter([good, bad]))
+    assert int(yt.get_tablet_infos(target, [0])["tablets"][0]["total_row_count"]) == 4  # the first chunk stays
