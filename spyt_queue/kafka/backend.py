@@ -21,6 +21,7 @@ from confluent_kafka import (
     IsolationLevel,
     KafkaError,
     KafkaException,
+    Message,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -61,17 +62,19 @@ TRANSIENT_KAFKA_CODES = {
 }
 
 
-def kafka_schema(include_headers: bool) -> StructType:
-    """The row schema of Spark's Kafka source, so existing queries port unchanged."""
+def kafka_schema(include_headers: bool, include_timestamp: bool = True) -> StructType:
+    """The row schema of Spark's Kafka source, so existing queries port unchanged; ``include_timestamp=False``
+    (the ``includeTimestamp`` option) leaves out ``timestamp`` and ``timestampType``."""
     fields = [
         StructField("key", BinaryType(), True),
         StructField("value", BinaryType(), True),
         StructField("topic", StringType(), True),
         StructField("partition", IntegerType(), True),
         StructField("offset", LongType(), True),
-        StructField("timestamp", TimestampType(), True),
-        StructField("timestampType", IntegerType(), True),
     ]
+    if include_timestamp:
+        fields.append(StructField("timestamp", TimestampType(), True))
+        fields.append(StructField("timestampType", IntegerType(), True))
     if include_headers:
         fields.append(StructField("headers", HEADERS_TYPE, True))
     return StructType(fields)
@@ -143,12 +146,14 @@ class KafkaBackend(QueueBackend):
         poll_timeout_ms: int = 120_000,
         request_timeout_s: float = 30.0,
         consume_batch: int = 10_000,
+        include_timestamp: bool = True,
     ) -> None:
         self.config = {k: v for k, v in config.items() if k != "group.id"}
         self.isolation_level = isolation_level(self.config)  # validated here, at load(), for bounds and reads
         self.subscription = subscription
         self.group_id = group_id
         self.include_headers = include_headers
+        self.include_timestamp = include_timestamp
         self.poll_timeout_ms = poll_timeout_ms
         self.request_timeout_s = request_timeout_s
         self.consume_batch = consume_batch
@@ -164,7 +169,7 @@ class KafkaBackend(QueueBackend):
         return f"partition {index} of topic {topic}"
 
     def schema(self) -> StructType:
-        return kafka_schema(self.include_headers)
+        return kafka_schema(self.include_headers, self.include_timestamp)
 
     @property
     def admin(self) -> AdminClient:
@@ -313,9 +318,11 @@ class KafkaBackend(QueueBackend):
         (:func:`gc_paused`)."""
         with gc_paused():
             messages = consumer.consume(num_messages=min(self.consume_batch, end - position), timeout=1.0)
-            records = [m for m in messages if m.error() is None]
+            errors = list(map(Message.error, messages))  # a C loop: no Python frame per record
+            records = messages
             seen_to = position  # the partition-EOF offset, applied after this batch's records
-            if len(records) != len(messages):
+            if errors.count(None) != len(messages):
+                records = list(itertools.compress(messages, [e is None for e in errors]))
                 for message in messages:
                     error = message.error()
                     if error is None:
@@ -340,7 +347,7 @@ class KafkaBackend(QueueBackend):
             batch = self._to_arrow(records, topic, index) if records else None
             if records:
                 seen_to = max(seen_to, records[-1].offset() + 1)
-            del messages, records  # freed by reference counting while the collector still sleeps
+            del messages, records, errors  # freed by reference counting while the collector still sleeps
         return batch, seen_to
 
     def _to_arrow(self, messages: list[Any], topic: str, index: int) -> pa.RecordBatch:
@@ -352,9 +359,28 @@ class KafkaBackend(QueueBackend):
         if last - first + 1 == count:
             offsets = pa.array(np.arange(first, last + 1, dtype=np.int64))
         else:
-            offsets = pa.array([m.offset() for m in messages], pa.int64())
+            offsets = pa.array(list(map(Message.offset, messages)), pa.int64())
+        columns = [
+            pa.array(list(map(Message.key, messages)), pa.binary()),
+            pa.array(list(map(Message.value, messages)), pa.binary()),
+            pa.repeat(pa.scalar(topic, pa.string()), count),
+            pa.repeat(pa.scalar(index, pa.int32()), count),
+            offsets,
+        ]
+        if self.include_timestamp:
+            columns.extend(self._timestamps(messages, schema))
+        if self.include_headers:
+            headers = [None if not m.headers() else [{"key": k, "value": v} for k, v in m.headers()] for m in messages]
+            columns.append(pa.array(headers, schema.field("headers").type))
+        return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    @staticmethod
+    def _timestamps(messages: list[Any], schema: pa.Schema) -> list[pa.Array]:
+        """The ``timestamp`` and ``timestampType`` columns (the costliest per-record call: ``Message.timestamp()``
+        builds a tuple for each record)."""
+        count = len(messages)
         pairs = np.fromiter(
-            itertools.chain.from_iterable([m.timestamp() for m in messages]), dtype=np.int64, count=2 * count
+            itertools.chain.from_iterable(map(Message.timestamp, messages)), dtype=np.int64, count=2 * count
         ).reshape(count, 2)
         kinds, millis = pairs[:, 0], pairs[:, 1]
         available = kinds != 0  # TIMESTAMP_NOT_AVAILABLE carries no time
@@ -363,16 +389,4 @@ class KafkaBackend(QueueBackend):
             types = pa.repeat(pa.scalar(int(kinds[0]) - 1 if kinds[0] else None, pa.int32()), count)
         else:
             types = pa.array((kinds - 1).astype(np.int32), mask=~available)
-        columns = [
-            pa.array([m.key() for m in messages], pa.binary()),
-            pa.array([m.value() for m in messages], pa.binary()),
-            pa.repeat(pa.scalar(topic, pa.string()), count),
-            pa.repeat(pa.scalar(index, pa.int32()), count),
-            offsets,
-            timestamps,
-            types,
-        ]
-        if self.include_headers:
-            headers = [None if not m.headers() else [{"key": k, "value": v} for k, v in m.headers()] for m in messages]
-            columns.append(pa.array(headers, schema.field("headers").type))
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
+        return [timestamps, types]

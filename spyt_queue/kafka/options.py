@@ -30,6 +30,7 @@ KAFKA_SOURCE_OPTIONS = (
     *SUBSCRIPTION_OPTIONS,
     "groupIdPrefix",
     "includeHeaders",
+    "includeTimestamp",
     "kafkaConsumer.pollTimeoutMs",
     CONNECT_TIMEOUT_OPTION,
 )
@@ -120,6 +121,7 @@ def kafka_backend_from_options(options: Options) -> KafkaBackend:
         subscription=subscription,
         group_id=default_group_id(options, subscription),
         include_headers=options.get_bool("includeHeaders", False),
+        include_timestamp=options.get_bool("includeTimestamp", True),
         poll_timeout_ms=options.get_int("kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
     )
 
