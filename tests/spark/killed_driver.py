@@ -1,8 +1,9 @@
 """Chaos helper: a streaming query run by a driver process of its own, killed with SIGKILL once it has made progress.
 
 The query is described by a JSON-able spec (source options, selected columns, sink and its options), so a test can
-rebuild the very same query in-process for the restart. Used by the HBase end-to-end tests; the Kudu test
-(tests/spark/test_kudu_stream.py) follows the same pattern with its own script.
+rebuild the very same query in-process for the restart. Used by the SIGKILL tests of the HBase, Kudu and
+transactional YT pipelines (tests/hbase/test_hbase_stream.py, tests/spark/test_kudu_stream.py,
+tests/spark/test_transactional.py).
 """
 
 from __future__ import annotations
@@ -36,10 +37,16 @@ query.awaitTermination()
 
 def start_query(spark: Any, spec: dict[str, Any], trigger: dict[str, Any]) -> Any:
     """Start the streaming query of ``spec``: ``format("ytqueue")`` with ``spec["source"]`` options (loading
-    ``spec["path"]`` if given), ``selectExpr(*spec["select"])``, written to ``spec["sink"]`` with
-    ``spec["sink_options"]`` and ``spec["checkpoint"]``, under ``trigger`` (``DataStreamWriter.trigger`` kwargs)."""
+    ``spec["path"]`` if given), filtered by ``spec["where"]`` if given, ``selectExpr(*spec["select"])``,
+    ``repartition(*spec["repartition"])`` if given, written to ``spec["sink"]`` with ``spec["sink_options"]`` and
+    ``spec["checkpoint"]``, under ``trigger`` (``DataStreamWriter.trigger`` kwargs)."""
     reader = spark.readStream.format("ytqueue").options(**spec["source"])
-    df = (reader.load(spec["path"]) if spec.get("path") else reader.load()).selectExpr(*spec["select"])
+    df = reader.load(spec["path"]) if spec.get("path") else reader.load()
+    if spec.get("where"):
+        df = df.where(spec["where"])
+    df = df.selectExpr(*spec["select"])
+    if spec.get("repartition"):
+        df = df.repartition(*spec["repartition"])
     writer = df.writeStream.format(spec["sink"]).options(**spec["sink_options"])
     return writer.option("checkpointLocation", spec["checkpoint"]).trigger(**trigger).start()
 

@@ -14,6 +14,7 @@ from spyt_queue.sinks.kudu.client import get_client
 from spyt_queue.stores.kudu import KuduStore
 from spyt_queue.yt.admin import create_queue
 from tests.spark.helpers import EVENT_SCHEMA, produce_ids, store_stream
+from tests.spark.killed_driver import kill_driver_midway, start_query
 
 pytestmark = pytest.mark.spark
 
@@ -92,76 +93,46 @@ def test_stopped_mid_stream_latest_state_is_exactly_once(spark, yt, yt_proxy, yt
     assert {r["k"]: (r["row"], r["id"], r["payload"]) for r in stored} == expected
 
 
-_DRIVER = """
-import sys, time
-from pyspark.sql import SparkSession
-proxy, queue, masters, table, store, checkpoint = sys.argv[1:7]
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-df = (spark.readStream.format("ytqueue").option("proxy", proxy).option("offsets.store", store)
-      .option("offsets.group", "chaos").option("include_service_columns", "true").option("max_rows_per_partition", "3")
-      .load(queue).selectExpr("id % 5 as k", "id", "payload", "__spyt_streaming_src_row_index as row")
-      .repartition("k"))
-query = (df.writeStream.format("spyt_kudu").option("kudu.master", masters).option("table", table)
-         .option("create_table", "true").option("planner", "history").option("planner.key", "k")
-         .option("planner.event_time", "row").option("checkpointLocation", checkpoint)
-         .trigger(processingTime="200 milliseconds").start())
-print("started", flush=True)
-query.awaitTermination()
-"""
-
-
 def test_driver_killed_mid_batch_then_resumed_from_kudu_gives_the_exact_history(
     spark, yt, yt_proxy, yt_root, kudu, tmp_path
 ) -> None:
     """Chaos: a driver process streaming into Kudu (history planner) is killed with SIGKILL while batches run
     (a batch may be half-applied, its positions not committed); the restart, checkpoint deleted, resumes from the
     Kudu store and replays. The table must hold exactly the history computed from the queue alone."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
     queue, table = f"{yt_root}/queue", f"history_{uuid.uuid4().hex[:8]}"
     create_queue(yt, queue, EVENT_SCHEMA, tablet_count=1)
     store_uri = kudu.uri(f"offsets_{uuid.uuid4().hex[:8]}")
     checkpoint = str(tmp_path / "chk")
     ids = produce_ids(yt, queue, 0, 90, tablets=1)
-    script = tmp_path / "driver.py"
-    script.write_text(_DRIVER)
-    args = [yt_proxy, queue, kudu.master_addresses, table, store_uri, checkpoint]
-    with open(tmp_path / "driver.log", "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, str(script), *args], start_new_session=True, stdout=subprocess.DEVNULL, stderr=log
-        )
+    spec = {
+        "source": {
+            "proxy": yt_proxy,
+            "offsets.store": store_uri,
+            "offsets.group": "chaos",
+            "include_service_columns": "true",
+            "max_rows_per_partition": "3",
+        },
+        "path": queue,
+        "select": ["id % 5 as k", "id", "payload", "__spyt_streaming_src_row_index as row"],
+        "repartition": ["k"],
+        "sink": "spyt_kudu",
+        "sink_options": {
+            "kudu.master": kudu.master_addresses,
+            "table": table,
+            "create_table": "true",
+            "planner": "history",
+            "planner.key": "k",
+            "planner.event_time": "row",
+        },
+        "checkpoint": checkpoint,
+    }
     client = get_client(kudu.master_addresses)
-    try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            assert proc.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-            if client.table_exists(table) and len(client.table(table).read_all()) >= 20:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the driver wrote nothing to Kudu in 180 s")
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+    kill_driver_midway(tmp_path, spec, lambda: client.table_exists(table) and len(client.table(table).read_all()) >= 20)
     written_before_restart = len(client.table(table).read_all())
     assert written_before_restart < len(ids), "killed before the end: the restart has work to do"
     shutil.rmtree(checkpoint, ignore_errors=True)
-    df = (
-        spark.readStream.format("ytqueue")
-        .option("proxy", yt_proxy)
-        .option("offsets.store", store_uri)
-        .option("offsets.group", "chaos")
-        .option("include_service_columns", "true")
-        .load(queue)
-        .selectExpr("id % 5 as k", "id", "payload", "__spyt_streaming_src_row_index as row")
-        .repartition("k")
-    )
-    history = {"planner": "history", "planner.key": "k", "planner.event_time": "row"}
-    query = _sink(df, kudu, table, checkpoint, {"availableNow": True}, **history)
+    restart = {**spec, "source": {k: v for k, v in spec["source"].items() if k != "max_rows_per_partition"}}
+    query = start_query(spark, restart, {"availableNow": True})
     query.awaitTermination(180)
     assert query.exception() is None
     expected = set()

@@ -9,12 +9,7 @@ Spark queries, one of them in a driver process killed with SIGKILL mid-stream.
 from __future__ import annotations
 
 import json
-import os
 import pickle
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +23,7 @@ from spyt_queue.options import Options
 from spyt_queue.spark.sink import YtStreamWriter, yt_stream_writer
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
 from tests.spark.helpers import EVENT_SCHEMA, produce_ids
+from tests.spark.killed_driver import kill_driver_midway
 
 pytestmark = pytest.mark.spark
 
@@ -335,22 +331,6 @@ def test_a_query_started_below_its_consumer_is_refused_even_when_its_first_batch
     assert setup.offsets() == {0: 2, 1: 2}
 
 
-_DRIVER = """
-import sys
-from pyspark.sql import SparkSession
-proxy, queue, consumer, output, checkpoint = sys.argv[1:6]
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
-df = (spark.readStream.format("ytqueue").option("proxy", proxy).option("consumer_path", consumer)
-      .option("max_rows_per_partition", "3").load(queue).where("id % 3 = 0").select("id", "payload"))
-query = (df.writeStream.format("ytqueue").option("proxy", proxy).option("path", output)
-         .option("checkpointLocation", checkpoint).option("transactional", "true").option("consumer_path", consumer)
-         .trigger(processingTime="200 milliseconds").start())
-print("started", flush=True)
-query.awaitTermination()
-"""
-
-
 @pytest.mark.parametrize("target", ["ordered", "sorted"])
 def test_driver_killed_mid_stream_then_resumed_loses_and_duplicates_nothing(
     spark, yt, yt_proxy, yt_root, tmp_path, target
@@ -362,27 +342,16 @@ def test_driver_killed_mid_stream_then_resumed_loses_and_duplicates_nothing(
     s = Setup(yt, yt_proxy, yt_root, str(tmp_path / "unused"), sorted_target=target == "sorted")
     checkpoint = str(tmp_path / "chk")
     ids = produce_ids(yt, s.queue, 0, 60)
-    script = tmp_path / "driver.py"
-    script.write_text(_DRIVER)
-    with open(tmp_path / "driver.log", "wb") as log:
-        proc = subprocess.Popen(
-            [sys.executable, str(script), yt_proxy, s.queue, s.consumer, s.output, checkpoint],
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-    try:
-        deadline = time.time() + 180
-        while time.time() < deadline:
-            assert proc.poll() is None, (tmp_path / "driver.log").read_text()[-3000:]
-            if len(s.ids()) >= 4:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the driver wrote nothing in 180 s")
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+    spec = {
+        "source": {"proxy": yt_proxy, "consumer_path": s.consumer, "max_rows_per_partition": "3"},
+        "path": s.queue,
+        "where": "id % 3 = 0",
+        "select": ["id", "payload"],
+        "sink": "ytqueue",
+        "sink_options": {"proxy": yt_proxy, "path": s.output, "transactional": "true", "consumer_path": s.consumer},
+        "checkpoint": checkpoint,
+    }
+    kill_driver_midway(tmp_path, spec, lambda: len(s.ids()) >= 4)
     written = s.ids()
     assert len(written) < 20, "killed before the end: the restart has work to do"
     assert written == sorted(set(written)), "what a killed driver left is committed batches only"
