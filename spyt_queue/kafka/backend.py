@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import itertools
 import logging
+import operator
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -321,7 +322,7 @@ class KafkaBackend(QueueBackend):
             errors = list(map(Message.error, messages))  # a C loop: no Python frame per record
             records = messages
             seen_to = position  # the partition-EOF offset, applied after this batch's records
-            if errors.count(None) != len(messages):
+            if any(map(operator.is_not, errors, itertools.repeat(None))):  # not errors.count: KafkaError == None raises
                 records = list(itertools.compress(messages, [e is None for e in errors]))
                 for message in messages:
                     error = message.error()
