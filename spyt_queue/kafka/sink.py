@@ -6,6 +6,7 @@ clients and Spark's Kafka sink choose (murmur2 of the key), so both sinks can fe
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"
 #: Every option :func:`_writer` reads (plus ``kafka.*``); Spark adds path/checkpointLocation/queryName.
 KAFKA_SINK_OPTIONS = ("topic", CONNECT_TIMEOUT_OPTION)
+#: librdkafka's setting for delivery reports of failed records only (the sink without dead letters sets it).
+ONLY_ERROR_REPORTS = "delivery.report.only.error"
 #: Delivery errors that concern one record (the broker refused it), not the producer or the cluster: with a
 #: dead-letter target the record goes there; any other delivery error fails the task.
 RECORD_ERRORS = {
@@ -114,7 +117,9 @@ class KafkaRecordWriter:
             if error is not None:
                 errors.append(f"{message.topic()}[{message.partition()}]: {error}")
 
-        with pooled_producer(self.config) as producer:
+        # Without dead letters only failures matter: librdkafka calls back for failed records only (a Python
+        # callback per acknowledged record costs as much as producing it).
+        with pooled_producer({**self.config, ONLY_ERROR_REPORTS: True}) as producer:
             try:
                 count = self._produce_all(producer, batches, delivered, errors)
                 remaining = producer.flush(60)
@@ -159,20 +164,21 @@ class KafkaRecordWriter:
                         letters.append(letter(row, position, "Null 'topic' and no 'topic' option"))
                     else:
                         kwargs = _produce_kwargs(row)
-                        kwargs["on_delivery"] = functools.partial(delivered, row, position)
-                        while True:
-                            try:
-                                producer.produce(topic, **kwargs)
-                                break
-                            except BufferError:
-                                producer.poll(0.1)
-                            except (KafkaException, TypeError, ValueError) as error:
-                                cause = _kafka_cause(error)
-                                code = cause.args[0].code() if isinstance(cause, KafkaException) else None
-                                if isinstance(cause, KafkaException) and code not in RECORD_ERRORS:
-                                    raise BadRecordError(f"could not produce record to {topic}: {cause}") from error
-                                letters.append(letter(row, position, f"could not produce record to {topic}: {cause}"))
-                                break
+                        try:
+                            produce_waiting(
+                                producer,
+                                topic,
+                                kwargs.pop("value"),
+                                kwargs.pop("key"),
+                                functools.partial(delivered, row, position),
+                                **kwargs,
+                            )
+                        except (KafkaException, TypeError, ValueError) as error:
+                            cause = _kafka_cause(error)
+                            code = cause.args[0].code() if isinstance(cause, KafkaException) else None
+                            if isinstance(cause, KafkaException) and code not in RECORD_ERRORS:
+                                raise BadRecordError(f"could not produce record to {topic}: {cause}") from error
+                            letters.append(letter(row, position, f"could not produce record to {topic}: {cause}"))
                     position += 1
                     if errors:
                         break
@@ -215,30 +221,60 @@ class KafkaRecordWriter:
         )
 
     def _produce_all(self, producer: Any, batches: Iterator[pa.RecordBatch], delivered: Any, errors: list[str]) -> int:
+        """Produce the records of every batch, column by column (no dict per row); stop at the first failed
+        delivery ``delivered`` reported. Returns the records produced."""
         count = 0
         position = 0
         for batch in batches:
             self._check_batch(producer, batch, position, count, errors)
             position += batch.num_rows
-            for row in batch.to_pylist():
-                topic = self.default_topic or row.get("topic")  # the option overrides the column, as in Spark
-                kwargs = _produce_kwargs(row)
-                kwargs["on_delivery"] = delivered
-                while True:
-                    try:
-                        producer.produce(topic, **kwargs)
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
-                    except KafkaException as error:
-                        raise BadRecordError(f"could not produce record to {topic}: {error}") from error
-                count += 1
-                if errors:
-                    return count
+            names = batch.schema.names
+            values = batch.column("value").to_pylist()
+            keys = batch.column("key").to_pylist() if "key" in names else itertools.repeat(None)
+            # The option overrides the column, as in Spark.
+            topics = itertools.repeat(self.default_topic) if self.default_topic else batch.column("topic").to_pylist()
+            extras = _extra_kwargs(batch)
+            topic = self.default_topic
+            try:
+                if extras is None:
+                    for topic, value, key in zip(topics, values, keys, strict=False):
+                        produce_waiting(producer, topic, value, key, delivered)
+                        count += 1
+                        if errors:
+                            return count
+                else:
+                    for topic, value, key, extra in zip(topics, values, keys, extras, strict=False):
+                        produce_waiting(producer, topic, value, key, delivered, **extra)
+                        count += 1
+                        if errors:
+                            return count
+            except KafkaException as error:
+                raise BadRecordError(f"could not produce record to {topic}: {error}") from error
             producer.poll(0)
             if errors:
                 return count
         return count
+
+
+def produce_waiting(producer: Any, topic: str, value: Any, key: Any, on_delivery: Any, **extra: Any) -> None:
+    """``producer.produce`` of one record, waiting while librdkafka's local queue is full (``BufferError``:
+    serve delivery reports for 0.1 s and try again). Other errors propagate."""
+    while True:
+        try:
+            producer.produce(topic, value, key, on_delivery=on_delivery, **extra)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
+def _extra_kwargs(batch: pa.RecordBatch) -> list[dict[str, Any]] | None:
+    """Per row, the ``partition`` and ``headers`` arguments of ``produce`` (as :func:`_produce_kwargs`); ``None``
+    when the batch has neither column."""
+    names = batch.schema.names
+    if "partition" not in names and "headers" not in names:
+        return None
+    rows = batch.select([n for n in ("partition", "headers") if n in names]).to_pylist()
+    return [{k: v for k, v in _produce_kwargs(row).items() if k not in ("value", "key")} for row in rows]
 
 
 def _produce_kwargs(row: dict[str, Any]) -> dict[str, Any]:

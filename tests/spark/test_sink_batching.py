@@ -5,18 +5,26 @@ from __future__ import annotations
 
 import datetime
 import math
+import time
+import uuid
+from typing import Any
 
 import pyarrow as pa
 import pytest
 import yt.yson as yson
+from confluent_kafka import Consumer, TopicPartition
 
 from spyt_queue.errors import BadRecordError
+from spyt_queue.kafka import clients
+from spyt_queue.kafka.sink import KafkaRecordWriter
 from spyt_queue.yt.admin import column, create_queue, create_sorted_table
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.table_writer import YtTableWriter
 from spyt_queue.yt.yson_rows import encode_rows, fragment
+from tests.kafka.helpers import Topic
 
+DEFAULTS = {"acks": "all", "enable.idempotence": True}
 EDGE_INTS = [None, 0, 1, -1, 63, 64, -64, -65, 127, 128, 300, 2**31, -(2**31) - 1, 2**62, 2**63 - 1, -(2**63)]
 
 
@@ -117,3 +125,55 @@ def test_a_refused_request_names_the_first_row_of_the_encoded_chunk(yt, yt_proxy
     with pytest.raises(BadRecordError, match=r"insert_rows of 2 rows into .*refused failed \(first row \{'id': 5"):
         writer.write(iter([good, bad]))
     assert int(yt.get_tablet_infos(target, [0])["tablets"][0]["total_row_count"]) == 4  # the first chunk stays
+
+
+def _read_all(bootstrap: str, topic: str, partitions: int, count: int) -> list[Any]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    messages: list[Any] = []
+    deadline = time.monotonic() + 60
+    while len(messages) < count and time.monotonic() < deadline:
+        messages += [m for m in consumer.consume(100, timeout=1.0) if m.error() is None]
+    consumer.close()
+    return messages
+
+
+@pytest.mark.spark
+def test_kafka_sink_produces_every_column_of_every_row(spark, kafka_bootstrap, tmp_path) -> None:
+    """Records are produced column by column: topic, key, value, partition and headers of each row arrive
+    (null key and empty headers included), in two topics picked per row."""
+    first, second = Topic(kafka_bootstrap, str(tmp_path / "a"), 3), Topic(kafka_bootstrap, str(tmp_path / "b"), 3)
+    rows = [
+        (
+            first.name if i % 2 else second.name,
+            None if i % 5 == 0 else f"k{i}",
+            f"v{i}".encode(),
+            i % 3,
+            [("n", str(i).encode())] if i % 4 else [],
+        )
+        for i in range(40)
+    ]
+    schema = "topic string, key string, value binary, partition int, headers array<struct<key: string, value: binary>>"
+    spark.createDataFrame(rows, schema).repartition(2).write.format("ytqueue").mode("append").option(
+        "kafka.bootstrap.servers", kafka_bootstrap
+    ).save()
+    got = sorted(
+        (
+            (m.topic(), None if m.key() is None else m.key().decode(), m.value(), m.partition(), m.headers() or [])
+            for topic in (first, second)
+            for m in _read_all(kafka_bootstrap, topic.name, 3, 20)
+        ),
+        key=repr,
+    )
+    assert got == sorted(rows, key=repr)
+
+
+def test_kafka_sink_asks_for_failure_reports_only_without_dead_letters(kafka_bootstrap) -> None:
+    """Without a dead-letter target, acknowledged records cost no Python callback; a refused record still fails
+    the task (tests/spark/test_dead_letter.py: test_kafka_sink_refused_record_stops_the_query_by_default)."""
+    topic = Topic(kafka_bootstrap, "unused", 1)
+    writer = KafkaRecordWriter({"bootstrap.servers": kafka_bootstrap, **DEFAULTS}, topic.name)
+    batch = pa.RecordBatch.from_pydict({"value": [b"a", b"b"]})
+    assert writer.write(iter([batch])).records == 2
+    used = clients._key({"bootstrap.servers": kafka_bootstrap, **DEFAULTS, "delivery.report.only.error": True})
+    assert used in clients._PRODUCERS
