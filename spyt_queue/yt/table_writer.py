@@ -54,7 +54,7 @@ from pyspark.sql.types import (
 from yt.wrapper import YsonFormat, YtClient
 
 from spyt_queue.errors import BadRecordError, ProducerSequenceError, SchemaMismatchError
-from spyt_queue.yt.backend import YtConnection, has_code, is_transient_yt_error
+from spyt_queue.yt.backend import YtConnection, has_code, is_transient_yt_error, skip_empty_proxy_discovery
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
 from spyt_queue.yt.yson_rows import encodable, encode_rows, fragment
 
@@ -272,8 +272,11 @@ class YtTableWriter:
 
     @property
     def client(self) -> YtClient:
-        """The process-wide cached client."""
-        return self.connection.client()
+        """The process-wide cached client (without a ``/hosts`` round trip before every ``insert_rows`` when the
+        proxy lists no heavy proxies, as the source's executors do)."""
+        client = self.connection.client()
+        skip_empty_proxy_discovery(client)
+        return client
 
     def dropped_columns(self) -> list[str]:
         """DataFrame columns not written to the table (service columns used only for producer sequencing)."""

@@ -19,6 +19,7 @@ from spyt_queue.kafka import clients
 from spyt_queue.kafka.sink import KafkaRecordWriter
 from spyt_queue.yt.admin import column, create_queue, create_sorted_table
 from spyt_queue.yt.backend import YtConnection
+from spyt_queue.yt.client import counting_requests
 from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.table_writer import YtTableWriter
 from spyt_queue.yt.yson_rows import encode_rows, fragment
@@ -177,3 +178,15 @@ def test_kafka_sink_asks_for_failure_reports_only_without_dead_letters(kafka_boo
     assert writer.write(iter([batch])).records == 2
     used = clients._key({"bootstrap.servers": kafka_bootstrap, **DEFAULTS, "delivery.report.only.error": True})
     assert used in clients._PRODUCERS
+
+
+def test_each_insert_request_is_one_round_trip_without_a_proxy_discovery(yt, yt_proxy, yt_root) -> None:
+    """The embedded server lists no heavy proxies: the sink's ``insert_rows`` go without a ``/hosts`` before each."""
+    target = f"{yt_root}/trips"
+    create_queue(yt, target, [column("id", "int64")], tablet_count=1)
+    writer = _writer(yt, yt_proxy, target, batch_size=5)
+    writer.client  # noqa: B018 - the first use of a client checks discovery, once
+    with counting_requests() as commands:
+        stats = writer.write(iter([pa.RecordBatch.from_pydict({"id": list(range(15))})]))
+    assert (stats.requests, commands["insert_rows"]) == (3, 3)
+    assert commands["hosts"] == 0, f"no discovery before each insert, got {dict(commands)}"
