@@ -9,6 +9,7 @@ written fails the batch: nothing is committed (dead letters are durable before a
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -52,16 +53,25 @@ def _read(spark: Any, proxy: str, queue: str, consumer: str, **options: Any) -> 
     return reader.load(queue)
 
 
-def _to_yt(df: Any, proxy: str, output: str, checkpoint: str, **options: Any) -> Any:
-    writer = (
-        df.writeStream.format("ytqueue")
-        .option("proxy", proxy)
-        .option("path", output)
-        .option("checkpointLocation", checkpoint)
-    )
-    for key, value in options.items():
-        writer = writer.option(key, str(value))
+def _stream(spark: Any, yt: Any, proxy: str, root: str, columns: list[dict[str, Any]], rows: list[dict[str, Any]],
+            *exprs: str) -> tuple[Any, str, str]:  # fmt: skip
+    """A one-tablet queue of ``rows`` read as a stream (with the service columns), ``selectExpr(*exprs)``; the
+    DataFrame, the queue and its consumer."""
+    queue, consumer = _queue(yt, root, columns, rows)
+    return _read(spark, proxy, queue, consumer).selectExpr(*exprs), queue, consumer
+
+
+def _start(df: Any, sink: str, checkpoint: str, *options: Mapping[str, Any]) -> Any:
+    """``df.writeStream.format(sink)`` with every option of ``options``, run once (``availableNow``)."""
+    writer = df.writeStream.format(sink).option("checkpointLocation", checkpoint)
+    for group in options:
+        for key, value in group.items():
+            writer = writer.option(key, str(value))
     return writer.trigger(availableNow=True).start()
+
+
+def _to_yt(df: Any, proxy: str, output: str, checkpoint: str, **options: Any) -> Any:
+    return _start(df, "ytqueue", checkpoint, {"proxy": proxy, "path": output}, options)
 
 
 def _finish(query: Any, timeout: float = 180) -> None:
@@ -75,6 +85,28 @@ def _finish(query: Any, timeout: float = 180) -> None:
 
 def _dead_letters(yt: Any, path: str) -> list[dict[str, Any]]:
     return sorted(yt.select_rows(f"* from [{path}]"), key=lambda r: (r["partition"], r["offset"]))
+
+
+def _coordinates(letters: list[dict[str, Any]]) -> list[tuple[str, str, str, int]]:
+    return [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters]
+
+
+def _assert_letters(yt: Any, path: str, source: str, expected: Mapping[int, str]) -> list[dict[str, Any]]:
+    """The dead letters in ``path`` are the sink records of source tablet 0 rows ``expected`` (row index -> a piece
+    of the error), each with its row (whose ``id`` is the row index) as payload; returns them."""
+    letters = _dead_letters(yt, path)
+    assert _coordinates(letters) == [(source, "sink", "0", offset) for offset in expected]
+    for letter, piece in zip(letters, expected.values(), strict=True):
+        assert piece in letter["error"], (piece, letter["error"])
+    assert [_payload(r)[b"id"] for r in letters] == list(expected)
+    return letters
+
+
+@pytest.fixture
+def dead(yt_proxy: str, yt_root: str) -> tuple[str, dict[str, str]]:
+    """A dead-letter table ``<yt_root>/dead`` and the options that make a query create and use it."""
+    path = f"{yt_root}/dead"
+    return path, {"deadLetter.path": path, "deadLetter.create": "true", "deadLetter.proxy": yt_proxy}
 
 
 def _payload(letter: dict[str, Any]) -> Any:
@@ -112,14 +144,13 @@ def test_yt_source_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_s
     assert _offsets(yt, queue, consumer) == {}  # nothing committed
 
 
-def test_yt_source_bad_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, bad_source, checkpoint) -> None:
+def test_yt_source_bad_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, bad_source, dead, checkpoint) -> None:
     queue, consumer, output = bad_source
-    dead = f"{yt_root}/dead"
-    df = _read(spark, yt_proxy, queue, consumer, **{"deadLetter.path": dead, "deadLetter.create": "true"})
+    df = _read(spark, yt_proxy, queue, consumer, **dead[1])
     _finish(_to_yt(df.select("id", "n", "s"), yt_proxy, output, checkpoint))
     assert sorted(r["id"] for r in yt.select_rows(f"id from [{output}]")) == [0, 3]
-    letters = _dead_letters(yt, dead)
-    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
+    letters = _dead_letters(yt, dead[0])
+    assert _coordinates(letters) == [
         (f"yt:{queue}", "source", "0", 1),
         (f"yt:{queue}", "source", "0", 2),
     ]
@@ -137,8 +168,7 @@ def test_yt_source_unwritable_dead_letter_target_fails_the_batch(
     """Dead letters are durable before the batch commits: a target that refuses them fails the task, nothing is
     written downstream and the consumer does not move (here: a table whose extra required column is never set)."""
     queue, consumer, output = bad_source
-    dead = f"{yt_root}/dead"
-    create_queue(yt, dead, [*_DEAD_COLUMNS, column("extra", "int64", required=True)])
+    dead = _unwritable_dead_table(yt, yt_root)
     df = _read(spark, yt_proxy, queue, consumer, **{"deadLetter.path": dead})
     error = query_failure(_to_yt(df.select("id", "n", "s"), yt_proxy, output, checkpoint))
     assert "DeadLetterError: Could not write 2 dead letter(s) of yt:" in str(error), error
@@ -156,6 +186,12 @@ _DEAD_COLUMNS = [
     column("payload", "string"),
     column("time_us", "int64"),
 ]
+
+
+def _unwritable_dead_table(yt: Any, root: str) -> str:
+    """A dead-letter table that refuses every dead letter: its extra required column is never set."""
+    create_queue(yt, f"{root}/dead", [*_DEAD_COLUMNS, column("extra", "int64", required=True)])
+    return f"{root}/dead"
 
 
 def test_missing_dead_letter_table_is_refused_unless_created(spark, yt_proxy, yt_root, bad_source) -> None:
@@ -206,14 +242,13 @@ def test_yt_sink_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_sin
     assert _offsets(yt, queue, consumer) == {}
 
 
-def test_yt_sink_refused_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, bad_sink, checkpoint) -> None:
+def test_yt_sink_refused_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, bad_sink, dead, checkpoint) -> None:
     queue, consumer, output = bad_sink
-    dead = f"{yt_root}/dead"
     df = _sink_input(spark, yt_proxy, queue, consumer)
-    _finish(_to_yt(df, yt_proxy, output, checkpoint, **{"deadLetter.path": dead, "deadLetter.create": "true"}))
+    _finish(_to_yt(df, yt_proxy, output, checkpoint, **dead[1]))
     assert sorted(r["id"] for r in yt.select_rows(f"id from [{output}]")) == [0, 3]
-    letters = _dead_letters(yt, dead)
-    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
+    letters = _dead_letters(yt, dead[0])
+    assert _coordinates(letters) == [
         (f"yt:{output}", "sink", "0", 1),
         (f"yt:{output}", "sink", "0", 2),
     ]
@@ -254,24 +289,16 @@ KAFKA_ROWS = [{"id": i, "payload": ("x" * 5000 if i == 1 else f"v{i}"), "small":
 
 
 def _to_kafka(df: Any, bootstrap: str, topic: str, checkpoint: str, **options: Any) -> Any:
-    writer = (
-        df.writeStream.format("ytqueue")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("topic", topic)
-        .option("kafka.message.max.bytes", "2000")  # the 5000-byte record is refused by produce()
-        .option("checkpointLocation", checkpoint)
-    )
-    for key, value in options.items():
-        writer = writer.option(key, str(value))
-    return writer.trigger(availableNow=True).start()
+    # kafka.message.max.bytes: the 5000-byte record is refused by produce()
+    kafka = {"kafka.bootstrap.servers": bootstrap, "topic": topic, "kafka.message.max.bytes": "2000"}
+    return _start(df, "ytqueue", checkpoint, kafka, options)
 
 
 def test_kafka_sink_refused_record_stops_the_query_by_default(
     spark, yt, yt_proxy, yt_root, kafka_bootstrap, checkpoint
 ) -> None:
-    queue, consumer = _queue(yt, yt_root, SINK_COLUMNS, KAFKA_ROWS)
+    df, queue, consumer = _stream(spark, yt, yt_proxy, yt_root, SINK_COLUMNS, KAFKA_ROWS, "payload as value")
     target = Topic(kafka_bootstrap, checkpoint, partitions=1)
-    df = _read(spark, yt_proxy, queue, consumer).selectExpr("payload as value")
     error = query_failure(_to_kafka(df, kafka_bootstrap, target.name, checkpoint))
     assert f"BadRecordError: could not produce record to {target.name}:" in str(error), error
     assert "too large" in str(error).lower()
@@ -281,10 +308,9 @@ def test_kafka_sink_refused_record_stops_the_query_by_default(
 def test_kafka_sink_refused_record_goes_to_the_dead_letter_topic(
     spark, yt, yt_proxy, yt_root, kafka_bootstrap, checkpoint
 ) -> None:
-    queue, consumer = _queue(yt, yt_root, SINK_COLUMNS, KAFKA_ROWS)
+    df, queue, consumer = _stream(spark, yt, yt_proxy, yt_root, SINK_COLUMNS, KAFKA_ROWS, "payload as value", *SOURCE)
     target = Topic(kafka_bootstrap, checkpoint, partitions=1)
     dead = Topic(kafka_bootstrap, checkpoint, partitions=1)
-    df = _read(spark, yt_proxy, queue, consumer).selectExpr("payload as value", *SOURCE)
     _finish(_to_kafka(df, kafka_bootstrap, target.name, checkpoint, **{"deadLetter.topic": dead.name}))
     assert sorted(m.value() for m in _topic_records(kafka_bootstrap, target.name)) == [b"v0", b"v2", b"v3"]
     (letter,) = _topic_records(kafka_bootstrap, dead.name)
@@ -303,8 +329,7 @@ def test_yt_sink_unwritable_dead_letter_target_fails_the_batch(
     """The sink's dead letters are written before the task reports success: a target refusing them fails the
     batch, so the consumer does not move (the good rows written meanwhile are replayed: at-least-once)."""
     queue, consumer, output = bad_sink
-    dead = f"{yt_root}/dead"
-    create_queue(yt, dead, [*_DEAD_COLUMNS, column("extra", "int64", required=True)])
+    dead = _unwritable_dead_table(yt, yt_root)
     df = _sink_input(spark, yt_proxy, queue, consumer)
     error = query_failure(_to_yt(df, yt_proxy, output, checkpoint, **{"deadLetter.path": dead}))
     assert "DeadLetterError: Could not write 2 dead letter(s) of yt:" in str(error), error
@@ -357,25 +382,14 @@ def test_status_counts_the_records_of_a_dead_letter_topic(kafka_bootstrap, check
 
 
 def _to_kudu(df: Any, kudu: Any, table: str, checkpoint: str, **options: Any) -> Any:
-    writer = (
-        df.writeStream.format("spyt_kudu")
-        .option("kudu.master", kudu.master_addresses)
-        .option("table", table)
-        .option("create_table", "true")
-        .option("planner", "append")
-        .option("planner.key", "k")
-        .option("checkpointLocation", checkpoint)
-    )
-    for key, value in options.items():
-        writer = writer.option(key, str(value))
-    return writer.trigger(availableNow=True).start()
+    append = {"create_table": "true", "planner": "append", "planner.key": "k"}
+    return _start(df, "spyt_kudu", checkpoint, {"kudu.master": kudu.master_addresses, "table": table}, append, options)
 
 
 def _kudu_input(spark: Any, yt: Any, proxy: str, root: str) -> tuple[Any, str, str]:
     rows = [{"id": i, "payload": f"p{i}", "small": 0} for i in range(4)]
-    queue, consumer = _queue(yt, root, SINK_COLUMNS, rows)
-    df = _read(spark, proxy, queue, consumer).selectExpr("CASE WHEN id = 2 THEN NULL ELSE id END AS k", "id", *SOURCE)
-    return df, queue, consumer
+    return _stream(spark, yt, proxy, root, SINK_COLUMNS, rows, "CASE WHEN id = 2 THEN NULL ELSE id END AS k", "id",
+                   *SOURCE)  # fmt: skip
 
 
 def test_kudu_sink_null_key_stops_the_query_by_default(spark, yt, yt_proxy, yt_root, kudu, checkpoint) -> None:
@@ -385,15 +399,14 @@ def test_kudu_sink_null_key_stops_the_query_by_default(spark, yt, yt_proxy, yt_r
     assert _offsets(yt, queue, consumer) == {}
 
 
-def test_kudu_sink_null_key_goes_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, kudu, checkpoint) -> None:
+def test_kudu_sink_null_key_goes_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, kudu, dead, checkpoint) -> None:
     from spyt_queue.sinks.kudu.client import get_client
 
     df, queue, consumer = _kudu_input(spark, yt, yt_proxy, yt_root)
-    table, dead = f"dl_{uuid.uuid4().hex[:8]}", f"{yt_root}/dead"
-    options = {"deadLetter.path": dead, "deadLetter.create": "true", "deadLetter.proxy": yt_proxy}
-    _finish(_to_kudu(df, kudu, table, checkpoint, **options))
+    table = f"dl_{uuid.uuid4().hex[:8]}"
+    _finish(_to_kudu(df, kudu, table, checkpoint, **dead[1]))
     assert sorted(r["id"] for r in get_client(kudu.master_addresses).table(table).read_all()) == [0, 1, 3]
-    (letter,) = _dead_letters(yt, dead)
+    (letter,) = _dead_letters(yt, dead[0])
     assert (letter["source"], letter["stage"], letter["partition"], letter["offset"]) == (
         f"kudu:{table}",
         "sink",
@@ -431,23 +444,12 @@ HBASE_COLUMNS = [column("id", "int64", required=True), column("k", "string"), co
 
 
 def _hbase_input(spark: Any, yt: Any, proxy: str, root: str, rows: list[dict[str, Any]]) -> tuple[Any, str, str]:
-    queue, consumer = _queue(yt, root, HBASE_COLUMNS, rows)
-    return _read(spark, proxy, queue, consumer).select("k", "id", "ts", *SOURCE), queue, consumer
+    return _stream(spark, yt, proxy, root, HBASE_COLUMNS, rows, "k", "id", "ts", *SOURCE)
 
 
 def _to_hbase(df: Any, hbase: Any, table: str, checkpoint: str, **options: Any) -> Any:
-    writer = (
-        df.writeStream.format("spyt_hbase")
-        .option("thrift", hbase.thrift_address)
-        .option("table", table)
-        .option("create_table", "true")
-        .option("row_key", "k")
-        .option("timestamp_column", "ts")
-        .option("checkpointLocation", checkpoint)
-    )
-    for key, value in options.items():
-        writer = writer.option(key, str(value))
-    return writer.trigger(availableNow=True).start()
+    keyed = {"create_table": "true", "row_key": "k", "timestamp_column": "ts"}
+    return _start(df, "spyt_hbase", checkpoint, {"thrift": hbase.thrift_address, "table": table}, keyed, options)
 
 
 def _hbase_rows(hbase: Any, table: str) -> dict[bytes, dict[bytes, bytes]]:
@@ -466,7 +468,7 @@ def test_hbase_sink_refused_put_stops_the_query_by_default(spark, yt, yt_proxy, 
     assert _offsets(yt, queue, consumer) == {}
 
 
-def test_hbase_sink_bad_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, hbase, checkpoint) -> None:
+def test_hbase_sink_bad_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt_root, hbase, dead, checkpoint) -> None:
     """A null row key and a null event time (the sink can not build the put) and an empty row key and a negative
     timestamp (HBase refuses the put: the refused call is sent again row by row) are dead-lettered; the rows
     around them land and the consumer moves past all of them."""
@@ -479,29 +481,25 @@ def test_hbase_sink_bad_rows_go_to_the_dead_letter_table(spark, yt, yt_proxy, yt
         {"id": 5, "k": "k5", "ts": 1000},
     ]
     df, queue, consumer = _hbase_input(spark, yt, yt_proxy, yt_root, rows)
-    table, dead = f"dl_{uuid.uuid4().hex[:8]}", f"{yt_root}/dead"
-    options = {"deadLetter.path": dead, "deadLetter.create": "true", "deadLetter.proxy": yt_proxy}
-    _finish(_to_hbase(df, hbase, table, checkpoint, **options))
+    table = f"dl_{uuid.uuid4().hex[:8]}"
+    _finish(_to_hbase(df, hbase, table, checkpoint, **dead[1]))
     assert sorted(_hbase_rows(hbase, table)) == [b"k0", b"k5"]
-    letters = _dead_letters(yt, dead)
-    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
-        (f"hbase:{table}", "sink", "0", i) for i in (1, 2, 3, 4)
-    ]
-    errors = [r["error"] for r in letters]
-    assert "row-key column 'k' is null" in errors[0]
-    assert "refused the put of row key b'': HBase refuses an empty row key" in errors[1]
-    assert "negative timestamp -5 ms" in errors[2]
-    assert "timestamp_column 'ts' is null" in errors[3]
-    assert [_payload(r)[b"id"] for r in letters] == [1, 2, 3, 4]
+    errors = {
+        1: "row-key column 'k' is null",
+        2: "refused the put of row key b'': HBase refuses an empty row key",
+        3: "negative timestamp -5 ms",
+        4: "timestamp_column 'ts' is null",
+    }
+    letters = _assert_letters(yt, dead[0], f"hbase:{table}", errors)
     assert _payload(letters[1])[b"k"] == b"" and _payload(letters[2])[b"ts"] == -5
     assert _offsets(yt, queue, consumer) == {0: 6}
 
 
-def test_hbase_batch_write_through_thrift2_dead_letters_refused_puts(spark, yt, yt_proxy, yt_root, hbase) -> None:
+def test_hbase_batch_write_through_thrift2_dead_letters_refused_puts(spark, yt, hbase, dead) -> None:
     """``df.write`` through the Thrift2 gateway (one ``putMultiple`` per batch): a row key longer than HBase's
     32767 bytes and a negative timestamp are refused, found row by row and dead-lettered with the Spark partition
     and the row's position in the task; the other rows land."""
-    table, dead = f"dl_{uuid.uuid4().hex[:8]}", f"{yt_root}/dead"
+    table = f"dl_{uuid.uuid4().hex[:8]}"
     rows = [("a", 1, 1000), ("x" * 40000, 2, 1000), ("c", 3, -1), ("d", 4, 2000)]
     df = spark.createDataFrame(rows, "k string, id long, ts long").coalesce(1)
     (
@@ -513,13 +511,11 @@ def test_hbase_batch_write_through_thrift2_dead_letters_refused_puts(spark, yt, 
         .option("create_table", "true")
         .option("row_key", "k")
         .option("timestamp_column", "ts")
-        .option("deadLetter.path", dead)
-        .option("deadLetter.create", "true")
-        .option("deadLetter.proxy", yt_proxy)
+        .options(**dead[1])
         .save()
     )
     assert sorted(_hbase_rows(hbase, table)) == [b"a", b"d"]
-    letters = _dead_letters(yt, dead)
+    letters = _dead_letters(yt, dead[0])
     assert [(r["partition"], r["offset"]) for r in letters] == [("spark-partition-0", 1), ("spark-partition-0", 2)]
     assert "is 40000 bytes, longer than HBase's limit of 32767" in letters[0]["error"]
     assert "negative timestamp -1 ms" in letters[1]["error"]
@@ -567,8 +563,7 @@ def _kudu_table(kudu: Any) -> str:
 
 
 def _kudu_refused_input(spark: Any, yt: Any, proxy: str, root: str, rows: list[dict[str, Any]]) -> tuple[Any, str, str]:
-    queue, consumer = _queue(yt, root, KUDU_COLUMNS, rows)
-    return _read(spark, proxy, queue, consumer).select("k", "id", "n", "s", "r", *SOURCE), queue, consumer
+    return _stream(spark, yt, proxy, root, KUDU_COLUMNS, rows, "k", "id", "n", "s", "r", *SOURCE)
 
 
 def test_kudu_sink_value_out_of_range_stops_the_query_by_default(
@@ -587,7 +582,7 @@ def test_kudu_sink_value_out_of_range_stops_the_query_by_default(
 
 
 def test_kudu_sink_rows_kudu_refuses_go_to_the_dead_letter_table(
-    spark, yt, yt_proxy, yt_root, kudu, checkpoint
+    spark, yt, yt_proxy, yt_root, kudu, dead, checkpoint
 ) -> None:
     """Refused by the client (a value outside INT32, a null in a NOT NULL column), by the planner (another value
     under a stored key of an ``append`` table) and by Kudu at the session's flush (a cell above 64 KiB): each row
@@ -595,19 +590,15 @@ def test_kudu_sink_rows_kudu_refuses_go_to_the_dead_letter_table(
     from spyt_queue.sinks.kudu.client import get_client
 
     df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, KUDU_ROWS)
-    table, dead = _kudu_table(kudu), f"{yt_root}/dead"
-    options = {"deadLetter.path": dead, "deadLetter.create": "true", "deadLetter.proxy": yt_proxy}
-    _finish(_to_kudu(df, kudu, table, checkpoint, **options))
+    table = _kudu_table(kudu)
+    _finish(_to_kudu(df, kudu, table, checkpoint, **dead[1]))
     stored = get_client(kudu.master_addresses).table(table).read_all()
     assert sorted((r["k"], r["id"], r["s"]) for r in stored) == [(0, 0, "a"), (3, 3, "d"), (100, -1, "old")]
-    letters = _dead_letters(yt, dead)
-    assert [(r["source"], r["stage"], r["partition"], r["offset"]) for r in letters] == [
-        (f"kudu:{table}", "sink", "0", i) for i in (1, 2, 4, 5)
-    ]
-    errors = [r["error"] for r in letters]
-    assert "value 1099511627776 does not fit Kudu column 'n' (INT32)" in errors[0]
-    assert "value too large for column 's' (70000 bytes, maximum is 65536 bytes)" in errors[1]
-    assert "append planner: k=100 is stored with other values; append never overwrites" in errors[2]
-    assert "column 'r' is NOT NULL in Kudu but the row has NULL there" in errors[3]
-    assert [_payload(r)[b"id"] for r in letters] == [1, 2, 4, 5]
+    errors = {
+        1: "value 1099511627776 does not fit Kudu column 'n' (INT32)",
+        2: "value too large for column 's' (70000 bytes, maximum is 65536 bytes)",
+        4: "append planner: k=100 is stored with other values; append never overwrites",
+        5: "column 'r' is NOT NULL in Kudu but the row has NULL there",
+    }
+    _assert_letters(yt, dead[0], f"kudu:{table}", errors)
     assert _offsets(yt, queue, consumer) == {0: 6}

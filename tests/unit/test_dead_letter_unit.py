@@ -187,3 +187,35 @@ def test_commit_logs_the_batch_dead_letter_count(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="spyt_queue.deadletter"):
         assert log_batch(messages, 7, letters.bound) == 2
     assert "micro-batch 7: 2 row(s) dead-lettered to test" in caplog.text
+
+
+def test_sink_coordinates_are_the_source_row_else_the_task_position() -> None:
+    """A sink's dead letter names the source tablet and row when the batch carries the service columns (and they
+    are set), else the task and the row's position in it."""
+    from spyt_queue.deadletter import batch_coordinates
+
+    with_service = pa.RecordBatch.from_pydict(
+        {"v": [1, 2], "__spyt_streaming_src_tablet_index": [3, None], "__spyt_streaming_src_row_index": [7, None]}
+    )
+    assert batch_coordinates(with_service, 10) == [("3", 7), ("this task", 11)]
+    assert batch_coordinates(pa.RecordBatch.from_pydict({"v": [1, 2]}), 5) == [("this task", 5), ("this task", 6)]
+
+
+def test_hbase_sink_tells_a_refused_put_from_a_failed_call() -> None:
+    """Only a refusal of the mutations (a RuntimeException in the gateway's handler, IllegalArgument, or an IOError
+    naming a non-retriable cause) is sent again row by row and dead-lettered; a transport error, a timeout or an
+    unavailable region fails the task (Spark retries it)."""
+    import happybase  # noqa: F401 - loads the Thrift1 IDL as the module Hbase_thrift
+    import Hbase_thrift
+    from thriftpy2.thrift import TApplicationException
+    from thriftpy2.transport import TTransportException
+
+    from spyt_queue.sinks.hbase.writer import is_refusal
+
+    assert is_refusal(TApplicationException(TApplicationException.INTERNAL_ERROR, "Internal error processing x"))
+    assert is_refusal(Hbase_thrift.IllegalArgument(message="bad"))
+    assert is_refusal(Hbase_thrift.IOError(message="Failed 1 action: NoSuchColumnFamilyException: Column family zz"))
+    assert not is_refusal(Hbase_thrift.IOError(message="RetriesExhaustedException: callTimeout=60000"))
+    assert not is_refusal(TTransportException(message="TSocket read 0 bytes"))
+    assert not is_refusal(TApplicationException(TApplicationException.UNKNOWN_METHOD, "Invalid method name"))
+    assert not is_refusal(OSError("connection reset"))
