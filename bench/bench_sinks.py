@@ -144,6 +144,22 @@ def yt_part(spark, args, meter_for: Callable[[int | None], Meter]) -> Meter:  # 
             for chunk in chunks:
                 client.insert_rows(path, chunk, update=update)
 
+        def threads(path: str, update: bool | None) -> None:
+            """The loop's chunks split as Spark splits the rows (``--tasks`` contiguous ranges), one thread each."""
+            from concurrent.futures import ThreadPoolExecutor
+
+            share = -(-len(chunks) // args.tasks)
+
+            def one(part: list[list[dict[str, Any]]]) -> None:
+                own = make_yt_client(proxy)
+                skip_empty_proxy_discovery(own)
+                for chunk in part:
+                    own.insert_rows(path, chunk, update=update)
+
+            with ThreadPoolExecutor(args.tasks) as pool:
+                for future in [pool.submit(one, chunks[i : i + share]) for i in range(0, len(chunks), share)]:
+                    future.result()
+
         def sink(path: str) -> None:
             (
                 df.write.format("ytqueue")
@@ -161,7 +177,7 @@ def yt_part(spark, args, meter_for: Callable[[int | None], Meter]) -> Meter:  # 
         for round_ in range(args.rounds):
             for kind in ("sorted", "ordered"):
                 paths = {}
-                for who in ("loop", "sink"):
+                for who in ("loop", "threads", "sink"):
                     paths[who] = f"{root}/{kind}-{who}-{round_}"
                     if kind == "sorted":
                         create_sorted_table(client, paths[who], sorted_schema)
@@ -172,6 +188,12 @@ def yt_part(spark, args, meter_for: Callable[[int | None], Meter]) -> Meter:  # 
                     args.rows,
                     lambda p=paths["loop"], k=kind: loop(p, True if k == "sorted" else None),
                 )
+                if args.tasks > 1:
+                    meter.run(
+                        f"insert_rows, {args.tasks} threads, {kind}",
+                        args.rows,
+                        lambda p=paths["threads"], k=kind: threads(p, True if k == "sorted" else None),
+                    )
                 meter.run(f"ytqueue sink, {kind}", args.rows, lambda p=paths["sink"]: sink(p))
                 if kind == "ordered":
                     for path in paths.values():
@@ -296,6 +318,8 @@ def main() -> None:
         yt.table()
         for kind in ("sorted", "ordered"):
             yt.ratio(f"ytqueue sink, {kind}", f"insert_rows loop, {kind}", YT_GOAL)
+            if args.tasks > 1:
+                yt.ratio(f"ytqueue sink, {kind}", f"insert_rows, {args.tasks} threads, {kind}")
     if kafka is not None:
         kafka.table()
         kafka.ratio("ytqueue Kafka sink", "Spark JVM Kafka sink", KAFKA_GOAL)
