@@ -38,8 +38,9 @@ KAFKA_GOAL = 1.0
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu(root: int | None) -> float:
-    """CPU seconds (user + system, reaped children included) of ``root`` and its live descendants."""
+def tree_cpu(root: int | None, exclude: int | None = None) -> float:
+    """CPU seconds (user + system, reaped children included) of ``root`` and its live descendants, leaving out
+    the subtree of ``exclude`` (one scan of ``/proc``, so the two figures of a run are read at the same moment)."""
     if root is None:
         return 0.0
     stats: dict[int, tuple[int, float]] = {}
@@ -54,6 +55,8 @@ def tree_cpu(root: int | None) -> float:
     total, frontier = 0.0, [root]
     while frontier:
         pid = frontier.pop()
+        if pid == exclude:
+            continue
         total += stats.get(pid, (0, 0.0))[1]
         frontier.extend(child for child, (parent, _) in stats.items() if parent == pid)
     return total
@@ -69,12 +72,12 @@ class Meter:
     def run(self, label: str, rows: int, work: Callable[[], Any]) -> dict[str, float]:
         """Run ``work()`` (which writes ``rows`` rows), print and keep the figures (the best of several rounds)."""
         print(f"  {label}: writing {rows:,} rows...", flush=True)
-        server0 = tree_cpu(self.server)
-        cpu0, started = sum(tree_cpu(p) for p in self.writers) - server0, time.perf_counter()
+        server0, cpu0 = tree_cpu(self.server), sum(tree_cpu(p, self.server) for p in self.writers)
+        started = time.perf_counter()
         work()
         seconds = time.perf_counter() - started
         server = tree_cpu(self.server) - server0
-        cpu = sum(tree_cpu(p) for p in self.writers) - server0 - server - cpu0
+        cpu = sum(tree_cpu(p, self.server) for p in self.writers) - cpu0
         result = {"rows": rows, "seconds": seconds, "rate": rows / seconds, "cpu": cpu, "server_cpu": server}
         print(f"  {label}: {rows / seconds:,.0f} rows/s ({seconds:.2f}s, writer CPU {cpu:.2f}s, server {server:.2f}s)")
         best = self.results.get(label)
@@ -302,7 +305,7 @@ def main() -> None:
     spark = spark_session(jars, args.tasks)
 
     def meter_for(server: int | None) -> Meter:
-        # This process's tree holds Spark's JVM and its Python workers, and the server it started (subtracted).
+        # This process's tree holds Spark's JVM and its Python workers, and the server it started (left out).
         return Meter([os.getpid()], server)
 
     yt = kafka = None

@@ -235,21 +235,26 @@ class KafkaRecordWriter:
             topics = itertools.repeat(self.default_topic) if self.default_topic else batch.column("topic").to_pylist()
             extras = _extra_kwargs(batch)
             topic = self.default_topic
+            produce = producer.produce
             try:
+                # Delivery reports (the only writers of ``errors``) are served by poll(), so ``errors`` is looked
+                # at after the polls a full local queue makes, and after each batch's poll.
                 if extras is None:
-                    for topic, value, key in zip(topics, values, keys, strict=False):
-                        produce_waiting(producer, topic, value, key, delivered)
-                        count += 1
-                        if errors:
-                            return count
+                    for index, (topic, value, key) in enumerate(zip(topics, values, keys, strict=False)):
+                        try:
+                            produce(topic, value, key, on_delivery=delivered)
+                        except BufferError:
+                            produce_waiting(producer, topic, value, key, delivered)
+                            if errors:
+                                return count + index + 1
                 else:
-                    for topic, value, key, extra in zip(topics, values, keys, extras, strict=False):
+                    for index, (topic, value, key, extra) in enumerate(zip(topics, values, keys, extras, strict=False)):
                         produce_waiting(producer, topic, value, key, delivered, **extra)
-                        count += 1
                         if errors:
-                            return count
+                            return count + index + 1
             except KafkaException as error:
                 raise BadRecordError(f"could not produce record to {topic}: {error}") from error
+            count += batch.num_rows
             producer.poll(0)
             if errors:
                 return count
