@@ -246,12 +246,15 @@ def measure(spark: Any, source: Any, rate: int, args: argparse.Namespace, label:
 
 
 def profile_reader(reader: Any, write: Callable[[int, int, int], None], batches: int, rows: int) -> dict[str, Any]:
-    """Drive a stream reader as Spark's driver does, ``batches`` times with ``rows`` new rows each: mean ms and YT
-    round trips of ``latestOffset``, ``partitions``, reading every partition (in this process), ``commit``."""
+    """Drive a stream reader in the order Spark's driver does, ``batches`` times with ``rows`` new rows each:
+    ``latestOffset(start)`` (which commits ``start``, the last batch, and fetches the bounds), ``commit(start)``
+    (Spark's delayed commit of that batch: nothing left to do), ``partitions``, then reading every partition (here,
+    in this process). Mean ms and YT round trips of each."""
     from spyt_queue.yt.client import counting_requests
 
+    names = ("latestOffset", "commit", "partitions", "read")
     totals: dict[str, float] = Counter()
-    trips: dict[str, Counter[str]] = {name: Counter() for name in ("latestOffset", "partitions", "read", "commit")}
+    trips: dict[str, Counter[str]] = {name: Counter() for name in names}
     start = reader.initialOffset()
     sent = 0
 
@@ -263,25 +266,23 @@ def profile_reader(reader: Any, write: Callable[[int, int, int], None], batches:
         trips[name].update(counts)
         return result
 
-    for run in range(batches + 1):
+    done = -2  # two warm-up batches: clients, connections, schema, the first commit's baseline
+    while done < batches:
         write(sent, rows, now_ms())
         sent += rows
         end = step("latestOffset", reader.latestOffset, start, None)
         if end == start:
             continue
-        if run == 0:  # warm-up: clients, connections, schema
-            for part in reader.partitions(start, end):
-                list(reader.read(part))
-            reader.commit(end)
+        step("commit", reader.commit, start)
+        parts = step("partitions", reader.partitions, start, end)
+        step("read", lambda chosen: [list(reader.read(p)) for p in chosen], parts)
+        start = end
+        done += 1
+        if done <= 0:
             totals.clear()
             for counter in trips.values():
                 counter.clear()
-        else:
-            parts = step("partitions", reader.partitions, start, end)
-            step("read", lambda chosen: [list(reader.read(p)) for p in chosen], parts)
-            step("commit", reader.commit, end)
-        start = end
-    return {name: (totals[name] * 1000 / batches, sum(trips[name].values()) / batches, trips[name]) for name in trips}
+    return {name: (totals[name] * 1000 / batches, sum(trips[name].values()) / batches, trips[name]) for name in names}
 
 
 def _profile(args: argparse.Namespace, proxy: str, root: str, bootstrap: str) -> None:
@@ -329,6 +330,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4, help="tablets / topic partitions (default 4)")
     parser.add_argument("--paths", default="yt,kafka,jvm", help="which paths (default yt,kafka,jvm)")
     parser.add_argument("--profile-batches", type=int, default=20, help="driver profile batches (0: skip)")
+    parser.add_argument("--profile-only", action="store_true", help="only the driver profile (no Spark queries)")
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -355,35 +357,36 @@ def main() -> None:
                 flush=True,
             )
 
-            from pyspark.sql import SparkSession
+            if not args.profile_only:
+                from pyspark.sql import SparkSession
 
-            from spyt_queue import register
+                from spyt_queue import register
 
-            spark = (
-                SparkSession.builder.master("local[2]")
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config("spark.sql.shuffle.partitions", "2")
-                .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
-                .config("spark.jars", ",".join(jars))
-                .getOrCreate()
-            )
-            spark.sparkContext.setLogLevel("ERROR")
-            register(spark)
-            try:
-                for rate in rates:
-                    for path in paths:
-                        name = f"{path}-{rate}-{uuid.uuid4().hex[:6]}"
-                        source: Any
-                        if path == "yt":
-                            source = YtPath(proxy, root, args.partitions, name)
-                        else:
-                            source = KafkaPath(bootstrap, args.partitions, name, jvm=path == "jvm")
-                        results[(path, rate)] = measure(spark, source, rate, args, PATHS[path], work)
-                        r = results[(path, rate)]
-                        print(f"  [{PATHS[path]} @ {rate}/s] p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms", flush=True)
-            finally:
-                spark.stop()
+                spark = (
+                    SparkSession.builder.master("local[2]")
+                    .config("spark.ui.enabled", "false")
+                    .config("spark.ui.showConsoleProgress", "false")
+                    .config("spark.sql.shuffle.partitions", "2")
+                    .config("spark.sql.streaming.numRecentProgressUpdates", "100000")
+                    .config("spark.jars", ",".join(jars))
+                    .getOrCreate()
+                )
+                spark.sparkContext.setLogLevel("ERROR")
+                register(spark)
+                try:
+                    for rate in rates:
+                        for path in paths:
+                            name = f"{path}-{rate}-{uuid.uuid4().hex[:6]}"
+                            source: Any
+                            if path == "yt":
+                                source = YtPath(proxy, root, args.partitions, name)
+                            else:
+                                source = KafkaPath(bootstrap, args.partitions, name, jvm=path == "jvm")
+                            results[(path, rate)] = measure(spark, source, rate, args, PATHS[path], work)
+                            r = results[(path, rate)]
+                            print(f"  [{PATHS[path]} @ {rate}/s] p50 {r['p50']:.0f}, p99 {r['p99']:.0f} ms", flush=True)
+                finally:
+                    spark.stop()
             if args.profile_batches:
                 _profile(args, proxy, root, bootstrap)
     finally:
