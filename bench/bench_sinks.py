@@ -100,6 +100,33 @@ class Meter:
         print(f"{ours} / {theirs}: {a['rate'] / b['rate']:.2f}{wanted}; writer CPU per row {cpu:.2f}x")
 
 
+def register_null_sink(spark) -> None:  # type: ignore[no-untyped-def]
+    """``format("bench_null")``: a Python Data Source sink whose tasks read their Arrow batches and write nothing,
+    the engine's share of a Python sink (Spark's scheduling, the cached rows to Arrow, the hand-over to the
+    Python workers), measured beside the real sinks."""
+    from dataclasses import dataclass
+
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    @dataclass
+    class Done(WriterCommitMessage):
+        rows: int
+
+    class NullWriter(DataSourceArrowWriter):
+        def write(self, iterator):  # type: ignore[no-untyped-def,override]
+            return Done(sum(batch.num_rows for batch in iterator))
+
+    class NullSink(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_null"
+
+        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
+            return NullWriter()
+
+    spark.dataSource.register(NullSink)
+
+
 def spark_session(jars: list[str], tasks: int):  # type: ignore[no-untyped-def]
     from pyspark.sql import SparkSession
 
@@ -116,7 +143,12 @@ def spark_session(jars: list[str], tasks: int):  # type: ignore[no-untyped-def]
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
+    register_null_sink(spark)
     return spark
+
+
+def null_write(df) -> None:  # type: ignore[no-untyped-def]
+    df.write.format("bench_null").mode("append").save()
 
 
 # -- (a) YT --------------------------------------------------------------------------------------------------------
@@ -178,6 +210,7 @@ def yt_part(spark, args, meter_for: Callable[[int | None], Meter]) -> Meter:  # 
             "proxy", proxy
         ).mode("append").save(warm)
         for round_ in range(args.rounds):
+            meter.run("Spark -> Python sink writing nothing", args.rows, lambda: null_write(df))
             for kind in ("sorted", "ordered"):
                 paths = {}
                 for who in ("loop", "threads", "sink"):
@@ -270,6 +303,7 @@ def kafka_part(spark, args, extra: dict[str, str], meter_for: Callable[[int | No
         ours(topic("warm-ours"))
         jvm(topic("warm-jvm"))
         for _ in range(args.rounds):
+            meter.run("Spark -> Python sink writing nothing", args.records, lambda: null_write(df))
             meter.run("confluent-kafka produce loop", args.records, lambda n=topic("loop"): loop(n))
             meter.run("ytqueue Kafka sink", args.records, lambda n=topic("ours"): ours(n))
             meter.run("Spark JVM Kafka sink", args.records, lambda n=topic("jvm"): jvm(n))
