@@ -3,7 +3,9 @@
 Ordered tables get appends (a ``$tablet_index`` column picks the tablet), sorted tables get upserts. Every
 ``insert_rows`` call of at most ``dyn_batch_size`` rows is its own atomic tablet transaction. With a
 ``producer_path``, rows go through a queue producer session per source tablet with the source row index as
-sequence number, so a replayed batch is skipped by YT itself (exactly-once into ordered tables).
+sequence number, so a replayed batch is skipped by YT itself (exactly-once into ordered tables). Appends and upserts
+of plain columns (signed integers, floats, booleans, strings, binaries) are sent as binary YSON built column by
+column (:mod:`spyt_queue.yt.yson_rows`); other types, dead letters and producer pushes go through Python values.
 
 YT skips every row at or below a session's last sequence number, so a push that jumps ahead of the session
 would make the rows in between unwritable for good. Before pushing anything, each task therefore checks every
