@@ -30,6 +30,8 @@ bench: deps
 	$(PY) bench/bench_ytqueue_source.py
 	$(PY) bench/bench_scale.py
 	$(PY) bench/bench_kafka_source.py
+	$(PY) bench/bench_sinks.py
+	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) bench/bench_latency.py
 	$(PY) bench/bench_kudu_sink.py
 	$(PY) bench/bench_hbase_sink.py
 	$(PY) bench/memory.py
