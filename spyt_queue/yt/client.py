@@ -139,6 +139,17 @@ class YtConnection:
         """The process-wide cached client for this connection."""
         return cached_client(self.proxy, self.token, self.config)
 
+    def push_client(self) -> YtClient:
+        """The process-wide cached client for ``push_queue_producer``: it sends request bodies uncompressed.
+
+        ``yt.wrapper`` sends that command's rows through a gzip generator (it forces a tabular input on a command
+        the driver declares without one, YT-23538) and, the command not being heavy, retries it at the HTTP level
+        with the same generator: after a dropped connection the retry carries an empty body, which the proxy takes
+        as zero rows and acknowledges. With ``content_encoding=identity`` the body stays bytes and a retry sends all
+        of it again (the session's sequence numbers make that retry exactly-once)."""
+        proxy = {**dict(self.config.get("proxy") or {}), "content_encoding": "identity"}
+        return cached_client(self.proxy, self.token, {**self.config, "proxy": proxy})
+
     def thread_client(self) -> YtClient:
         """A client used by this thread only, for tablet transactions: ``yt.wrapper`` keeps the current transaction
         in the client object, so a transaction on the process-wide client would be joined by other threads' calls

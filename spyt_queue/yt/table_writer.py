@@ -280,6 +280,14 @@ class YtTableWriter:
         skip_empty_proxy_discovery(client)
         return client
 
+    @property
+    def push_client(self) -> YtClient:
+        """The client of ``push_queue_producer`` calls: uncompressed bodies, so a retry resends every row (see
+        :meth:`YtConnection.push_client`)."""
+        client = self.connection.push_client()
+        skip_empty_proxy_discovery(client)
+        return client
+
     def dropped_columns(self) -> list[str]:
         """DataFrame columns not written to the table (service columns used only for producer sequencing)."""
         return [] if self.keep_service_columns else [SERVICE_TABLET_COLUMN, SERVICE_ROW_COLUMN]
@@ -641,7 +649,7 @@ class YtTableWriter:
             rows = [{**row, "$sequence_number": index} for index, row in chunk]
             meta = push.user_meta if first == 0 else None
             try:
-                result = self.client.push_queue_producer(
+                result = self.push_client.push_queue_producer(
                     self.producer_path, self.path, push.session, push.epoch, rows, user_meta=meta
                 )
             except Exception as error:

@@ -316,3 +316,33 @@ def test_a_task_fenced_on_a_fresh_session_moves_its_lower_rows_below_the_winner(
     assert (stats.rows, stats.skipped) == (10, 0)
     assert _ids(yt, writer.path) == list(range(20))
     assert _session_numbers(yt, writer.producer_path) == {"w-0": 19, "w-0-before-10": 9}
+
+
+def test_a_push_retried_after_a_dropped_connection_still_writes_its_rows(yt, writer, monkeypatch) -> None:
+    """Seen in the long chaos run: the YT server was SIGKILLed while a task's ``push_queue_producer`` was on the
+    wire. ``yt.wrapper`` sends that command's rows as a gzip generator (it forces a tabular input on a command the
+    driver declares without one) and retries it at the HTTP level with the same, now exhausted, generator: the retry
+    carried an empty body, the proxy pushed nothing and answered success, and the batch was committed without its
+    rows. Fault injection (in process): the first push's connection drops after its body was sent."""
+    from yt.packages.requests import Session
+    from yt.packages.requests.exceptions import ConnectionError as RequestsConnectionError
+
+    original = Session.send
+    dropped: list[str] = []
+
+    def send(self: Any, request: Any, **kwargs: Any) -> Any:
+        if request.path_url.split("?", 1)[0].endswith("/push_queue_producer") and not dropped:
+            body = request.body
+            if body is not None and not isinstance(body, (bytes, str)):
+                for _ in body:  # the body went out on the wire
+                    pass
+            dropped.append(request.path_url)
+            raise RequestsConnectionError("Connection reset by peer (injected)")
+        return original(self, request, **kwargs)
+
+    monkeypatch.setattr(Session, "send", send)
+    stats = writer.write(iter([_chunk(0, 10)]))
+    assert dropped, "the fault was not injected"
+    assert (stats.rows, stats.skipped) == (10, 0)
+    assert _ids(yt, writer.path) == list(range(10))
+    assert _session_numbers(yt, writer.producer_path) == {"w-0": 9}
