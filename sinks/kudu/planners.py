@@ -63,6 +63,15 @@ class Planner(abc.ABC):
         """The mutations that store ``arriving`` (rows of one key, in arrival order) over ``existing`` (the stored
         rows of that key). ``now`` is the ``last_updated`` value, required when that column is configured."""
 
+    def repair(self, key: Key, existing: Sequence[Row], now: Any = None) -> list[Mutation]:
+        """The mutations that make ``key``'s stored rows (``existing``, maybe left half-written by a flush that
+        refused some of the key's mutations and applied the others) consistent again. Only planners with
+        :attr:`repairs` set write more than one row per key; the others write nothing here."""
+        return []
+
+    repairs: bool = False
+    """True when a refused mutation can leave a key half-written, so the sink calls :meth:`repair` after one."""
+
     # helpers shared by the planners
 
     def _stamp(self, row: dict[str, Any], now: Any) -> dict[str, Any]:
@@ -351,7 +360,17 @@ class HistoryPlanner(_EventTimePlanner):
         """INSERTs of new versions and UPDATEs of corrected or re-bounded ones."""
         if not arriving:
             return []
-        k = self._one_key(arriving)
+        return self._plan(self._one_key(arriving), arriving, existing, now)
+
+    repairs = True
+
+    def repair(self, key: Key, existing: Sequence[Row], now: Any = None) -> list[Mutation]:
+        """The effective-to and current flag of every stored version of ``key``, recomputed. A flush that applied
+        the UPDATE closing the current version and refused the INSERT of the new one left the key without a
+        current version; this reopens the last stored one. The versions that were written stay."""
+        return self._plan(key, [], existing, now)
+
+    def _plan(self, k: Key, arriving: Sequence[Row], existing: Sequence[Row], now: Any) -> list[Mutation]:
         versions: dict[Any, dict[str, Any]] = {}
         stored: dict[Any, Row] = {}
         for row in existing:

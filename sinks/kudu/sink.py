@@ -203,12 +203,18 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
     mutations = plan_batch(planner, rows, existing, now=now)
     counts = Counter(m.kind.value for m in mutations)
     if mutations:
-        with table.session() as session:
-            session.apply_all(mutations)
-            try:
+        try:
+            with table.session() as session:
+                session.apply_all(mutations)
                 session.flush()  # one flush; raises KuduWriteError listing refused rows
-            except KuduWriteError as error:
-                raise _conflict(config, error) or error from None
+        except KuduWriteError as error:
+            conflict = _conflict(config, error)
+            if conflict is None:
+                _repair_after_refusal(config, table, keys, now, error)
+            raise conflict or error from None
+        except BadRecordError as error:  # a row the client could not build: the rows applied before it went in
+            _repair_after_refusal(config, table, keys, now, error)
+            raise
     planned = [repr(k) for k in keys] if config.key_check else []
     return KuduWriteCommit(rows=len(rows), keys=len(keys), mutations=dict(counts), scans=scans, planned_keys=planned)
 
@@ -222,6 +228,30 @@ def _existing(config: KuduSinkConfig, table: Any, keys: Mapping[Key, None]) -> t
     for stored in found.values():
         existing.extend(stored)
     return existing, (len(keys) + config.scan_batch - 1) // config.scan_batch
+
+
+def _repair(config: KuduSinkConfig, table: Any, keys: Iterable[Key], now: Any) -> None:
+    """Make ``keys`` consistent after a flush that refused some of their mutations and applied the others (the
+    ``history`` planner: the UPDATE closing the current version applied, the INSERT of the new one refused, left
+    the key with no current version). Rescans the keys and applies :meth:`Planner.repair`; a refusal of the repair
+    raises :class:`KuduWriteError`. Nothing to do for planners that write one row per key."""
+    planner = config.planner
+    wanted = list(dict.fromkeys(keys))
+    if not planner.repairs or not wanted:
+        return
+    stored = table.rows_for_keys(planner.key, wanted, batch=config.scan_batch)
+    mutations = [m for k in wanted for m in planner.repair(k, stored[k], now=now)]
+    if mutations:
+        table.apply(mutations)
+
+
+def _repair_after_refusal(config: KuduSinkConfig, table: Any, keys: Iterable[Key], now: Any, error: Exception) -> None:
+    """:func:`_repair` of every key of a task that stops on ``error``; a failing repair is added to the error's
+    notes (the refusal stays the error the user sees, and a replay meets the same refusal and repairs again)."""
+    try:
+        _repair(config, table, keys, now)
+    except Exception as failed:  # reported with the refusal that stops the task
+        error.add_note(f"Kudu sink: could not repair the keys of table {config.table!r} after the refusal: {failed}")
 
 
 def _conflict(config: KuduSinkConfig, error: Any) -> Exception | None:
@@ -307,6 +337,7 @@ def _write_diverting(
                     letters.append(dead.letter(*origin[id(mutation)], message, yson_payload(dict(mutation.row))))
                     refused.add(id(mutation))
         counts.update(m.kind.value for m, _ in planned if id(m) not in refused)
+        _repair(config, table, (key_of(m.row, planner.key) for m, _ in planned if id(m) in refused), now)
     diverted = dead.write(letters, f" ({task})")  # durable before the task reports success
     return KuduWriteCommit(
         rows=kept,

@@ -602,3 +602,78 @@ def test_kudu_sink_rows_kudu_refuses_go_to_the_dead_letter_table(
     }
     _assert_letters(yt, dead[0], f"kudu:{table}", errors)
     assert _offsets(yt, queue, consumer) == {0: 6}
+
+
+# -- the Kudu sink, history planner: a refused new version leaves the old one current ----------------------------
+
+HISTORY_ROWS = [
+    {"id": 0, "k": 7, "n": 2, "s": "x" * 70000, "r": "x"},  # a new version of key 7, refused at flush (64 KiB)
+    {"id": 1, "k": 8, "n": 1, "s": "a", "r": "x"},  # key 8: version 1 lands...
+    {"id": 2, "k": 8, "n": 2, "s": "y" * 70000, "r": "x"},  # ...version 2 is refused
+    {"id": 3, "k": 9, "n": 1, "s": "c", "r": "x"},
+]
+
+
+def _history_table(kudu: Any) -> str:
+    """A history table (key k, event time n) holding version n=1 of key 7, current until far future."""
+    from spyt_queue.sinks.kudu.client import ColumnSpec, get_client
+    from spyt_queue.sinks.kudu.mutations import Mutation, MutationKind
+
+    table = f"dl_{uuid.uuid4().hex[:8]}"
+    specs = [
+        ColumnSpec("k", "int64", key=True, nullable=False),
+        ColumnSpec("n", "int64", key=True, nullable=False),
+        ColumnSpec("id", "int64"),
+        ColumnSpec("s", "string"),
+        ColumnSpec("effective_to", "int64"),
+        ColumnSpec("is_current", "bool"),
+        ColumnSpec(SOURCE[0], "int64"),
+        ColumnSpec(SOURCE[1], "int64"),
+    ]
+    client = get_client(kudu.master_addresses)
+    client.create_table(table, specs, hash_columns=["k"], hash_buckets=2)
+    old = {"k": 7, "n": 1, "id": -1, "s": "old", "effective_to": 2**63 - 1, "is_current": True}
+    client.table(table).apply([Mutation(MutationKind.INSERT, old)])
+    return table
+
+
+def _to_history(df: Any, kudu: Any, table: str, checkpoint: str, **options: Any) -> Any:
+    history = {"planner": "history", "planner.key": "k", "planner.event_time": "n", "planner.last_updated": ""}
+    target = {"kudu.master": kudu.master_addresses, "table": table}
+    return _start(df.drop("r"), "spyt_kudu", checkpoint, target, history, options)
+
+
+def _versions(kudu: Any, table: str) -> list[tuple[int, int, int, bool, str]]:
+    """(k, n, effective_to, is_current, s[:3]) of every stored version."""
+    from spyt_queue.sinks.kudu.client import get_client
+
+    rows = get_client(kudu.master_addresses).table(table).read_all()
+    return sorted((r["k"], r["n"], r["effective_to"], r["is_current"], r["s"][:3]) for r in rows)
+
+
+def test_kudu_history_refused_version_stops_the_query_and_leaves_the_old_one_current(
+    spark, yt, yt_proxy, yt_root, kudu, checkpoint
+) -> None:
+    """Kudu refuses the INSERT of key 7's new version at flush; the UPDATE closing version 1 went in the same flush.
+    The query stops naming the refusal, and key 7 still has a current version (it had none: a half-written key)."""
+    df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, HISTORY_ROWS[:1])
+    table = _history_table(kudu)
+    error = query_failure(_to_history(df, kudu, table, checkpoint))
+    assert "value too large for column 's'" in str(error), error
+    assert _versions(kudu, table) == [(7, 1, 2**63 - 1, True, "old")]
+    assert _offsets(yt, queue, consumer) == {}
+
+
+def test_kudu_history_refused_versions_go_to_the_dead_letter_table_and_keys_stay_whole(
+    spark, yt, yt_proxy, yt_root, kudu, dead, checkpoint
+) -> None:
+    """With a dead-letter target the refused versions are diverted and every key keeps one current version: key 7
+    its stored version 1, key 8 the version 1 that landed beside the refused version 2."""
+    df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, HISTORY_ROWS)
+    table = _history_table(kudu)
+    _finish(_to_history(df, kudu, table, checkpoint, **dead[1]))
+    assert _versions(kudu, table) == [(7, 1, 2**63 - 1, True, "old"), (8, 1, 2**63 - 1, True, "a"),
+                                      (9, 1, 2**63 - 1, True, "c")]  # fmt: skip
+    too_large = "value too large for column 's' (70000 bytes, maximum is 65536 bytes)"
+    _assert_letters(yt, dead[0], f"kudu:{table}", {0: too_large, 2: too_large})
+    assert _offsets(yt, queue, consumer) == {0: 4}

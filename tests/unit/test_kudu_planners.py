@@ -146,6 +146,36 @@ def test_history_identical_later_version_caveat_is_documented() -> None:
     assert hist_view(state) == [(1, 10, 14, False, "a"), (1, 15, 19, False, "b"), (1, 20, INF, True, "a")]
 
 
+def test_history_repair_reopens_a_version_closed_by_a_half_applied_flush() -> None:
+    """Kudu refused the INSERT of version 20 but applied the UPDATE closing version 10: the key has no current
+    version. Repairing with nothing left to write reopens 10; a consistent key needs no repair."""
+    state, muts = run(HIST, [], [r(10, "a")])
+    _, muts = run(HIST, state, [r(20, "b")])
+    closing = [m for m in muts if m.kind is MutationKind.UPDATE]
+    half = apply(state, closing, HIST.primary_key)
+    assert hist_view(half) == [(1, 10, 19, False, "a")], "the broken state: no current version"
+    assert HIST.plan([], half) == [], "plan() alone leaves it broken"
+    repaired = apply(half, HIST.repair((1,), half, now=0), HIST.primary_key)
+    assert hist_view(repaired) == [(1, 10, INF, True, "a")]
+    assert HIST.repair((1,), repaired, now=0) == []
+
+
+def test_history_repair_keeps_the_versions_that_were_written() -> None:
+    """Versions 10 and 20 arrive in one batch and 20 is refused: the repair of the half-written key (10 stored,
+    closed at 19) makes 10 the current version."""
+    _, muts = run(HIST, [], [r(10, "a"), r(20, "b")])
+    half = apply([], [m for m in muts if m.row["ts"] == 10], HIST.primary_key)
+    assert hist_view(half) == [(1, 10, 19, False, "a")]
+    repaired = apply(half, HIST.repair((1,), half, now=0), HIST.primary_key)
+    assert hist_view(repaired) == [(1, 10, INF, True, "a")]
+
+
+def test_only_history_repairs() -> None:
+    """``latest``/``upsert``/``append`` write one row per key, so a refusal leaves nothing half-written."""
+    assert HIST.repairs and not any(p.repairs for p in (LATEST, UpsertPlanner(["id"]), AppendPlanner(["id"])))
+    assert LATEST.repair((1,), [r(10, "a")]) == []
+
+
 def test_history_replayed_batches_write_nothing() -> None:
     """Planning a batch again against the state it produced yields no mutation, even with another batch time."""
     batches = [[r(10, "a"), r(20, "b")], [r(15, "c"), r(20, "b2"), r(5, "z")], [r(30, None), r(25, "d")]]
