@@ -57,7 +57,8 @@ class ProducerSequenceError(SpytQueueError):
 
 
 class UnreachableError(SpytQueueError):
-    """A YTsaurus proxy or Kafka broker did not answer within ``connect_timeout``; the message names it."""
+    """A YTsaurus proxy or Kafka broker did not answer in time (``connect_timeout``, a Kafka request timeout); the
+    message names it. Transient: a server that is restarting answers again."""
 
     code = "UNREACHABLE"
 

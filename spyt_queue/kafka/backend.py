@@ -38,7 +38,7 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
-from spyt_queue.errors import SpytQueueError
+from spyt_queue.errors import SpytQueueError, UnreachableError
 from spyt_queue.kafka.clients import READ_COMMITTED, admin_client, isolation_level, pooled_consumer
 from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.offsets import sorted_partitions
@@ -92,6 +92,8 @@ def _result(future: Any, what: str, timeout: float) -> Any:
         return future.result(timeout=timeout)
     except KafkaException:
         raise
+    except TimeoutError as error:  # transient: the broker may be restarting (is_transient_kafka_error)
+        raise UnreachableError(f"Kafka {what}: no answer within {timeout:g} s; is the broker up?") from error
     except Exception as error:
         raise SpytQueueError(f"Kafka {what} failed: {error}") from error
 
@@ -99,9 +101,14 @@ def _result(future: Any, what: str, timeout: float) -> Any:
 def is_transient_kafka_error(error: BaseException) -> bool:
     """Whether a Kafka call that failed with ``error`` may succeed when retried."""
     if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
-        inner = error.args[0]
-        return inner.retriable() or inner.code() in TRANSIENT_KAFKA_CODES
-    return isinstance(error, (TimeoutError, ConnectionError))
+        return is_transient_code(error.args[0])
+    return isinstance(error, (TimeoutError, ConnectionError, UnreachableError))
+
+
+def is_transient_code(error: KafkaError) -> bool:
+    """Whether a librdkafka error (a call's or a consumer's error event) passes by itself: a broker restarting,
+    a leader moving, a request timing out. librdkafka reconnects on its own; the caller only has to wait."""
+    return bool(error.retriable()) or error.code() in TRANSIENT_KAFKA_CODES
 
 
 def with_retries(call: Callable[[], T], what: str, attempts: int = 6, delay: float = 0.2) -> T:
@@ -263,19 +270,28 @@ class KafkaBackend(QueueBackend):
             yield from self._consume(consumer, topic, index, start, end, partition, on_data_loss)
 
     def _low_watermark(self, consumer: Any, topic: str, index: int) -> int:
-        """First available offset; a pooled consumer may not know a partition added since it last looked."""
-        for attempt in range(10):
+        """First available offset. A pooled consumer may not know a partition added since it last looked (its
+        metadata is refreshed, 10 times at most); a transient error (the broker restarting) is retried until
+        ``kafkaConsumer.pollTimeoutMs`` has passed."""
+        deadline = time.monotonic() + self.poll_timeout_ms / 1000
+        unknown = 0
+        while True:
             try:
+                if unknown:
+                    consumer.list_topics(topic, timeout=self.request_timeout_s)  # refresh metadata
                 low, _high = consumer.get_watermark_offsets(
                     TopicPartition(topic, index), timeout=self.request_timeout_s
                 )
                 return int(low)
             except KafkaException as error:
-                if error.args[0].code() != KafkaError._UNKNOWN_PARTITION or attempt == 9:
+                code = error.args[0].code()
+                if code == KafkaError._UNKNOWN_PARTITION and unknown < 9:
+                    unknown += 1
+                elif not is_transient_code(error.args[0]) or time.monotonic() > deadline:
                     raise
-                consumer.list_topics(topic, timeout=self.request_timeout_s)  # refresh metadata
+                else:
+                    log.info("waiting for the broker of %s:%d (%s)", topic, index, error)
                 time.sleep(0.2)
-        raise AssertionError("unreachable")
 
     def _consume(
         self, consumer: Any, topic: str, index: int, start: int, end: int, partition: str, on_data_loss: DataLossHandler
@@ -330,6 +346,8 @@ class KafkaBackend(QueueBackend):
                         continue
                     if error.code() == KafkaError._PARTITION_EOF:
                         seen_to = max(seen_to, message.offset())  # everything before the EOF offset was seen
+                    elif is_transient_code(error):  # librdkafka reconnects; _consume bounds the wait
+                        log.info("%s: %s; waiting for the broker", self.describe(partition), error)
                     elif error.code() == KafkaError._AUTO_OFFSET_RESET:
                         low = self._low_watermark(consumer, topic, index)
                         on_data_loss.report(

@@ -70,6 +70,19 @@ def admin_client(config: Mapping[str, Any]) -> AdminClient:
         return admin
 
 
+def discard_admin_client(config: Mapping[str, Any], admin: AdminClient) -> None:
+    """Drop ``admin`` from the pool, so the next :func:`admin_client` call makes a new one.
+
+    Called after a request of ``admin`` failed for a transient reason: once an ``alter_consumer_group_offsets``
+    request has timed out (the broker was down), librdkafka 2.16 never answers that client's later ones, even with
+    the broker back, while a new client is answered at once.
+    """
+    key = _key(config)
+    with _LOCK:
+        if _ADMINS.get(key) is admin:
+            del _ADMINS[key]
+
+
 def check_brokers_reachable(
     config: Mapping[str, Any], timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S, option: str = "kafka.bootstrap.servers"
 ) -> None:

@@ -73,8 +73,8 @@ class KafkaGroupStore(OffsetStore):
         the check and the commit are two requests, so this detects another query's progress between batches,
         not within the few milliseconds in between.
         """
-        from spyt_queue.kafka.backend import _result, split_key
-        from spyt_queue.kafka.clients import admin_client
+        from spyt_queue.kafka.backend import _result, is_transient_kafka_error, split_key
+        from spyt_queue.kafka.clients import admin_client, discard_admin_client
 
         if not new:
             return
@@ -97,8 +97,13 @@ class KafkaGroupStore(OffsetStore):
             self.group_id, [TopicPartition(*split_key(k), int(v)) for k, v in new.items()]
         )
         admin = admin_client(self.config)
-        futures = admin.alter_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
-        answer = _result(futures[self.group_id], "alter_consumer_group_offsets", self.request_timeout_s)
+        try:
+            futures = admin.alter_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
+            answer = _result(futures[self.group_id], "alter_consumer_group_offsets", self.request_timeout_s)
+        except Exception as error:
+            if is_transient_kafka_error(error):  # this client may never answer another alter (see the function)
+                discard_admin_client(self.config, admin)
+            raise
         failed = [tp for tp in answer.topic_partitions if tp.error is not None]
         if failed:
             raise KafkaException(failed[0].error)
