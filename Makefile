@@ -29,7 +29,7 @@ bench: deps
 	$(PY) bench/bench_local_server.py
 	$(PY) bench/bench_ytqueue_source.py
 	$(PY) bench/bench_scale.py
-	$(PY) bench/bench_kafka_source.py
+	$(PY) bench/bench_kafka_source.py --rounds 2
 	$(PY) bench/bench_sinks.py
 	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) bench/bench_latency.py
 	$(PY) bench/bench_kudu_sink.py

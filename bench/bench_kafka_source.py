@@ -265,6 +265,19 @@ def main() -> None:
     print(f"adapter / Spark JVM source (records/s): {ours.rate / jvm.rate:.2f}   (goal >= 1.5)")
     print(f"adapter / confluent-kafka loop (records/s): {ours.rate / loop.rate:.2f}   (goal >= 1.0)")
     print(f"CPU per record, adapter / JVM source: {ours.cpu / ours.records / (jvm.cpu / jvm.records):.2f}")
+
+    # Where the adapter's CPU goes, and what is left to cut: its Python workers (consume() and the Arrow columns)
+    # against the plain loop (consume() and one value() per record), and Spark's JVM share (Arrow to rows).
+    def us(cpu: float, run: Run) -> str:
+        return f"{cpu / run.records * 1e6:.2f}"
+
+    print(f"CPU per record (µs): adapter's Python workers {us(ours.python_cpu, ours)}, plain loop {us(loop.cpu, loop)}")
+    jvm_share = us(ours.cpu - ours.python_cpu, ours)
+    print(f"CPU per record (µs): adapter's JVM (Arrow to rows) {jvm_share}, JVM source {us(jvm.cpu, jvm)}")
+    print(
+        f"CPU per record (µs), reader + broker: adapter {us(ours.cpu + ours.broker_cpu, ours)}, "
+        f"JVM source {us(jvm.cpu + jvm.broker_cpu, jvm)}"
+    )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
 
