@@ -34,7 +34,7 @@ import decimal
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -488,6 +488,48 @@ def _set_cell(t: _Types, row: Any, col: _Column, value: Any) -> None:
         )
 
 
+def _cell_writer(t: _Types, col: _Column) -> Callable[[Any, Any], None]:
+    """A writer of column ``col``'s cells into a Java ``PartialRow``: the column's common Python type (``int`` for
+    INT64/INT32 within range, ``str`` for STRING, ``float`` for DOUBLE, ``bool`` for BOOL) goes straight to Kudu;
+    anything else (None, another type, a value out of range, a failed call) goes through :func:`_set_cell`, which
+    checks it and names the fault. The sink writes every cell through one of these."""
+    i, ty = col.index, col.type
+
+    def checked(row: Any, value: Any) -> None:
+        _set_cell(t, row, col, value)
+
+    if ty == "INT64" or ty == "INT32":
+        box, low, high = (t.JLong, -(1 << 63), (1 << 63) - 1) if ty == "INT64" else (t.JInt, -(1 << 31), (1 << 31) - 1)
+        add = "addLong" if ty == "INT64" else "addInt"
+
+        def write_int(row: Any, value: Any) -> None:
+            if type(value) is int and low <= value <= high:
+                try:
+                    getattr(row, add)(i, box(value))
+                    return
+                except Exception:  # the checked path below names the fault
+                    pass
+            checked(row, value)
+
+        return write_int
+    fast = {"STRING": (str, "addString", None), "DOUBLE": (float, "addDouble", t.JDouble),
+            "BOOL": (bool, "addBoolean", t.JBoolean)}.get(ty)  # fmt: skip
+    if fast is None:
+        return checked
+    kind, method, boxer = fast
+
+    def write(row: Any, value: Any) -> None:
+        if type(value) is kind:
+            try:
+                getattr(row, method)(i, value if boxer is None else boxer(value))
+                return
+            except Exception:  # the checked path below names the fault
+                pass
+        checked(row, value)
+
+    return write
+
+
 def _decimal(value: Any, col: _Column) -> decimal.Decimal:
     d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
     q = d.quantize(decimal.Decimal(1).scaleb(-col.scale))
@@ -572,6 +614,8 @@ class KuduTable:
             self.columns.append(_Column(name, i, ty, bool(cs.isNullable()), bool(cs.isKey()), scale, cs))
         self.by_name = {c.name: c for c in self.columns}
         self.primary_key = [c.name for c in self.columns if c.key]
+        self.writers = {c.name: _cell_writer(self._t, c) for c in self.columns}
+        """Column name -> the writer of its cells (:func:`_cell_writer`)."""
 
     @property
     def column_names(self) -> list[str]:
@@ -705,13 +749,13 @@ class WriteSession:
         """Queue one mutation (columns absent from its row are left unset)."""
         op = self._new[mutation.kind]()
         row = op.getRow()
-        cols = self.table.by_name
+        writers = self.table.writers
         for name, value in mutation.row.items():
-            col = cols.get(name)
-            if col is None:
+            write = writers.get(name)
+            if write is None:
                 self.table._col(name)  # raises, naming the table and its columns
                 continue
-            _set_cell(self._t, row, col, value)
+            write(row, value)
         try:
             self._java.apply(op)
         except self._t.KuduException as exc:

@@ -57,6 +57,14 @@ class Mutation:
         object.__setattr__(self, "kind", MutationKind(self.kind))
         object.__setattr__(self, "row", MappingProxyType(dict(self.row)))
 
+    @classmethod
+    def owned(cls, kind: MutationKind, row: dict[str, Any]) -> Mutation:
+        """A mutation over ``row`` itself, not a copy: for a planner that built ``row`` and hands it over."""
+        mutation = object.__new__(cls)
+        object.__setattr__(mutation, "kind", kind)
+        object.__setattr__(mutation, "row", MappingProxyType(row))
+        return mutation
+
     def __repr__(self) -> str:
         return f"Mutation({self.kind.value}, {dict(self.row)!r})"
 
@@ -72,6 +80,9 @@ def key_of(row: Row, columns: Sequence[str]) -> Key:
     """The values of ``columns`` in ``row`` as a hashable tuple (``bytearray``, which Spark gives for BINARY, becomes
     ``bytes``); a missing column is a :class:`BadRecordError`."""
     try:
+        if len(columns) == 1:  # the common case, without a generator per row
+            v = row[columns[0]]
+            return (bytes(v) if isinstance(v, bytearray) else v,)
         return tuple(bytes(v) if isinstance(v, bytearray) else v for v in (row[c] for c in columns))
     except KeyError as exc:
         raise BadRecordError(f"Row {dict(row)!r} has no key column {exc.args[0]!r}") from None

@@ -32,7 +32,9 @@ __all__ = [
     "LatestPlanner",
     "Planner",
     "UpsertPlanner",
+    "group_rows",
     "plan_batch",
+    "plan_groups",
     "planner_from_options",
 ]
 
@@ -58,10 +60,17 @@ class Planner(abc.ABC):
         ``history``)."""
         return self.key
 
-    @abc.abstractmethod
     def plan(self, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
         """The mutations that store ``arriving`` (rows of one key, in arrival order) over ``existing`` (the stored
         rows of that key). ``now`` is the ``last_updated`` value, required when that column is configured."""
+        if not arriving:
+            return []
+        return self.plan_key(self._one_key(arriving), arriving, existing, now)
+
+    @abc.abstractmethod
+    def plan_key(self, key: Key, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
+        """:meth:`plan` for rows already known to be of ``key`` (not NULL), at least one (what
+        :func:`plan_groups` calls: the rows were grouped once for the whole batch)."""
 
     def repair(self, key: Key, existing: Sequence[Row], now: Any = None) -> list[Mutation]:
         """The mutations that make ``key``'s stored rows (``existing``, maybe left half-written by a flush that
@@ -114,11 +123,8 @@ class AppendPlanner(Planner):
     def __init__(self, key: Sequence[str], *, last_updated: str | None = None) -> None:
         super().__init__(key, last_updated)
 
-    def plan(self, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
+    def plan_key(self, k: Key, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
         """One INSERT for a new key, nothing for a replayed one; a conflicting value raises."""
-        if not arriving:
-            return []
-        k = self._one_key(arriving)
         if len(existing) > 1:
             raise KeyConflictError(f"append planner: {len(existing)} stored rows for {format_key(self.key, k)}")
         first = arriving[0]
@@ -133,7 +139,7 @@ class AppendPlanner(Planner):
                     "overwrites (use the upsert, latest or history planner)"
                 )
             return []
-        return [Mutation(MutationKind.INSERT, self._stamp(dict(first), now))]
+        return [Mutation.owned(MutationKind.INSERT, self._stamp(dict(first), now))]
 
 
 class UpsertPlanner(Planner):
@@ -150,12 +156,11 @@ class UpsertPlanner(Planner):
     def __init__(self, key: Sequence[str], *, last_updated: str | None = None) -> None:
         super().__init__(key, last_updated)
 
-    def plan(self, arriving: Sequence[Row], existing: Sequence[Row] = (), now: Any = None) -> list[Mutation]:
+    def plan_key(
+        self, k: Key, arriving: Sequence[Row], existing: Sequence[Row] = (), now: Any = None
+    ) -> list[Mutation]:
         """An UPSERT of the last arriving row."""
-        if not arriving:
-            return []
-        self._one_key(arriving)
-        return [Mutation(MutationKind.UPSERT, self._stamp(dict(arriving[-1]), now))]
+        return [Mutation.owned(MutationKind.UPSERT, self._stamp(dict(arriving[-1]), now))]
 
 
 class _EventTimePlanner(Planner):
@@ -227,11 +232,8 @@ class LatestPlanner(_EventTimePlanner):
     ) -> None:
         super().__init__(key, event_time, values, last_updated)
 
-    def plan(self, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
+    def plan_key(self, k: Key, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
         """At most one INSERT or UPDATE for the key."""
-        if not arriving:
-            return []
-        k = self._one_key(arriving)
         if len(existing) > 1:
             raise KeyConflictError(f"latest planner: {len(existing)} stored rows for {format_key(self.key, k)}")
         newest, newest_t = arriving[0], self._time(arriving[0], k)
@@ -240,7 +242,7 @@ class LatestPlanner(_EventTimePlanner):
             if _later_or_same(t, newest_t, self, k):
                 newest, newest_t = row, t
         if not existing:
-            return [Mutation(MutationKind.INSERT, self._stamp(dict(newest), now))]
+            return [Mutation.owned(MutationKind.INSERT, self._stamp(dict(newest), now))]
         stored = existing[0]
         stored_t = stored.get(self.event_time)
         if stored_t is not None and not _later_or_same(newest_t, stored_t, self, k):
@@ -249,7 +251,7 @@ class LatestPlanner(_EventTimePlanner):
             return []
         row = {c: stored[c] for c in self.key}
         row.update(newest)
-        return [Mutation(MutationKind.UPDATE, self._stamp(row, now))]
+        return [Mutation.owned(MutationKind.UPDATE, self._stamp(row, now))]
 
 
 class HistoryPlanner(_EventTimePlanner):
@@ -356,11 +358,9 @@ class HistoryPlanner(_EventTimePlanner):
             return dt.date(9999, 12, 31)
         return INT64_MAX
 
-    def plan(self, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
+    def plan_key(self, k: Key, arriving: Sequence[Row], existing: Sequence[Row], now: Any = None) -> list[Mutation]:
         """INSERTs of new versions and UPDATEs of corrected or re-bounded ones."""
-        if not arriving:
-            return []
-        return self._plan(self._one_key(arriving), arriving, existing, now)
+        return self._plan(k, arriving, existing, now)
 
     repairs = True
 
@@ -455,12 +455,31 @@ def plan_batch(
 
     All the rows of a key must be planned in one call: planning one key in two tasks would let both write it.
     """
+    return plan_groups(planner, group_rows(planner, arriving), existing, now)
+
+
+def group_rows(planner: Planner, arriving: Iterable[Row], null_key: str | None = None) -> dict[Key, list[Row]]:
+    """``arriving`` grouped by the planner's key, keys in order of first arrival and rows in arrival order; a NULL
+    in a key column is a :class:`BadRecordError` naming the key after ``null_key`` (default: the planner's words)."""
     groups: dict[Key, list[Row]] = {}
+    columns = planner.key
     for row in arriving:
-        k = key_of(row, planner.key)
-        if any(v is None for v in k):
-            raise BadRecordError(f"{planner.name} planner: NULL in a key column ({format_key(planner.key, k)})")
-        groups.setdefault(k, []).append(row)
+        k = key_of(row, columns)
+        group = groups.get(k)
+        if group is None:
+            if any(v is None for v in k):
+                what = null_key or f"{planner.name} planner: NULL in a key column"
+                raise BadRecordError(f"{what} ({format_key(columns, k)})")
+            groups[k] = [row]
+        else:
+            group.append(row)
+    return groups
+
+
+def plan_groups(
+    planner: Planner, groups: Mapping[Key, Sequence[Row]], existing: Iterable[Row] = (), now: Any = None
+) -> list[Mutation]:
+    """:func:`plan_batch` for rows already grouped by :func:`group_rows`."""
     stored: dict[Key, list[Row]] = {}
     if planner.needs_existing:
         for row in existing:
@@ -468,8 +487,9 @@ def plan_batch(
             if k in groups:
                 stored.setdefault(k, []).append(row)
     out: list[Mutation] = []
+    plan_key = planner.plan_key
     for k, rows in groups.items():
-        out.extend(planner.plan(rows, stored.get(k, []), now=now))
+        out.extend(plan_key(k, rows, stored.get(k, ()), now))
     return out
 
 

@@ -62,7 +62,7 @@ from spyt_queue.spark.source import _user_errors
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
 from .mutations import Key, Mutation, format_key, key_of
-from .planners import HistoryPlanner, LatestPlanner, Planner, plan_batch, planner_from_options
+from .planners import HistoryPlanner, LatestPlanner, Planner, group_rows, plan_groups, planner_from_options
 
 __all__ = [
     "FORMAT",
@@ -190,17 +190,10 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
         return KuduWriteCommit(rows=0, keys=0)
     planner = config.planner
     table = get_client(config.masters, jars=config.jars).table(config.table)
-    keys: dict[Key, None] = {}
-    for row in rows:
-        k = key_of(row, planner.key)
-        if any(v is None for v in k):
-            raise BadRecordError(
-                f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(planner.key, k)})"
-            )
-        keys[k] = None
+    keys = group_rows(planner, rows, null_key=f"Kudu sink: NULL in a key column of table {config.table!r}")
     existing, scans = _existing(config, table, keys)
     now = now if now is not None else dt.datetime.now().replace(tzinfo=None)
-    mutations = plan_batch(planner, rows, existing, now=now)
+    mutations = plan_groups(planner, keys, existing, now=now)
     counts = Counter(m.kind.value for m in mutations)
     if mutations:
         try:
@@ -307,7 +300,7 @@ def _write_diverting(
         planned: list[tuple[Mutation, tuple[str, int]]] = []
         for k, group in groups.items():
             try:
-                mutations = planner.plan([row for _, row in group], stored.get(k, []), now=now)
+                mutations = planner.plan_key(k, [row for _, row in group], stored.get(k, []), now)
             except BadRecordError as error:  # the planner refuses this key's rows (a conflict with the table)
                 letters.extend(dead.letter(*where, f"Kudu sink: {error}", yson_payload(row)) for where, row in group)
                 continue
