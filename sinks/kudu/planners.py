@@ -72,6 +72,16 @@ class Planner(abc.ABC):
         """:meth:`plan` for rows already known to be of ``key`` (not NULL), at least one (what
         :func:`plan_groups` calls: the rows were grouped once for the whole batch)."""
 
+    def plan_all(
+        self, groups: Mapping[Key, Sequence[Row]], stored: Mapping[Key, Sequence[Row]], now: Any = None
+    ) -> list[Mutation]:
+        """:meth:`plan_key` of every group over its stored rows, concatenated in the order of ``groups``."""
+        out: list[Mutation] = []
+        plan_key = self.plan_key
+        for k, rows in groups.items():
+            out.extend(plan_key(k, rows, stored.get(k, ()), now))
+        return out
+
     def repair(self, key: Key, existing: Sequence[Row], now: Any = None) -> list[Mutation]:
         """The mutations that make ``key``'s stored rows (``existing``, maybe left half-written by a flush that
         refused some of the key's mutations and applied the others) consistent again. Only planners with
@@ -161,6 +171,13 @@ class UpsertPlanner(Planner):
     ) -> list[Mutation]:
         """An UPSERT of the last arriving row."""
         return [Mutation.owned(MutationKind.UPSERT, self._stamp(dict(arriving[-1]), now))]
+
+    def plan_all(
+        self, groups: Mapping[Key, Sequence[Row]], stored: Mapping[Key, Sequence[Row]], now: Any = None
+    ) -> list[Mutation]:
+        """One UPSERT per key (:meth:`plan_key` without a list per key: this planner does no other work)."""
+        upsert, owned, stamp = MutationKind.UPSERT, Mutation.owned, self._stamp
+        return [owned(upsert, stamp(dict(rows[-1]), now)) for rows in groups.values()]
 
 
 class _EventTimePlanner(Planner):
@@ -463,8 +480,12 @@ def group_rows(planner: Planner, arriving: Iterable[Row], null_key: str | None =
     in a key column is a :class:`BadRecordError` naming the key after ``null_key`` (default: the planner's words)."""
     groups: dict[Key, list[Row]] = {}
     columns = planner.key
+    single = columns[0] if len(columns) == 1 else None
     for row in arriving:
-        k = key_of(row, columns)
+        if single is not None and single in row and type(row[single]) is not bytearray:
+            k = (row[single],)  # key_of's result, without its call (the common case)
+        else:
+            k = key_of(row, columns)
         group = groups.get(k)
         if group is None:
             if any(v is None for v in k):
@@ -486,11 +507,7 @@ def plan_groups(
             k = key_of(row, planner.key)
             if k in groups:
                 stored.setdefault(k, []).append(row)
-    out: list[Mutation] = []
-    plan_key = planner.plan_key
-    for k, rows in groups.items():
-        out.extend(plan_key(k, rows, stored.get(k, ()), now))
-    return out
+    return planner.plan_all(groups, stored, now)
 
 
 PLANNERS: dict[str, type[Planner]] = {

@@ -25,6 +25,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -194,7 +195,7 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
     existing, scans = _existing(config, table, keys)
     now = now if now is not None else dt.datetime.now().replace(tzinfo=None)
     mutations = plan_groups(planner, keys, existing, now=now)
-    counts = Counter(m.kind.value for m in mutations)
+    counts = {kind.value: n for kind, n in Counter(map(attrgetter("kind"), mutations)).items()}  # C-level loops
     if mutations:
         try:
             with table.session() as session:
@@ -208,8 +209,8 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
         except BadRecordError as error:  # a row the client could not build: the rows applied before it went in
             _repair_after_refusal(config, table, keys, now, error)
             raise
-    planned = [repr(k) for k in keys] if config.key_check else []
-    return KuduWriteCommit(rows=len(rows), keys=len(keys), mutations=dict(counts), scans=scans, planned_keys=planned)
+    planned = list(map(repr, keys)) if config.key_check else []
+    return KuduWriteCommit(rows=len(rows), keys=len(keys), mutations=counts, scans=scans, planned_keys=planned)
 
 
 def _existing(config: KuduSinkConfig, table: Any, keys: Mapping[Key, None]) -> tuple[list[dict[str, Any]], int]:
