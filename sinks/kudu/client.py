@@ -227,6 +227,7 @@ class _Types:
         self.Float, self.Double, self.Boolean = J("java.lang.Float"), J("java.lang.Double"), J("java.lang.Boolean")
         self.String = J("java.lang.String")
         self.ByteArray = jpype.JArray(jpype.JByte)
+        self.PartialRow = J("org.apache.kudu.client.PartialRow")
 
 
 _TYPES: _Types | None = None
@@ -500,20 +501,21 @@ def _cell_writer(t: _Types, col: _Column) -> Callable[[Any, Any], None]:
 
     if ty == "INT64" or ty == "INT32":
         box, low, high = (t.JLong, -(1 << 63), (1 << 63) - 1) if ty == "INT64" else (t.JInt, -(1 << 31), (1 << 31) - 1)
-        add = "addLong" if ty == "INT64" else "addInt"
+        add = t.PartialRow.addLong if ty == "INT64" else t.PartialRow.addInt  # unbound: no method lookup per cell
 
         def write_int(row: Any, value: Any) -> None:
             if type(value) is int and low <= value <= high:
                 try:
-                    getattr(row, add)(i, box(value))
+                    add(row, i, box(value))
                     return
                 except Exception:  # the checked path below names the fault
                     pass
             checked(row, value)
 
         return write_int
-    fast = {"STRING": (str, "addString", None), "DOUBLE": (float, "addDouble", t.JDouble),
-            "BOOL": (bool, "addBoolean", t.JBoolean)}.get(ty)  # fmt: skip
+    p = t.PartialRow
+    fast = {"STRING": (str, p.addString, None), "DOUBLE": (float, p.addDouble, t.JDouble),
+            "BOOL": (bool, p.addBoolean, t.JBoolean)}.get(ty)  # fmt: skip
     if fast is None:
         return checked
     kind, method, boxer = fast
@@ -521,7 +523,7 @@ def _cell_writer(t: _Types, col: _Column) -> Callable[[Any, Any], None]:
     def write(row: Any, value: Any) -> None:
         if type(value) is kind:
             try:
-                getattr(row, method)(i, value if boxer is None else boxer(value))
+                method(row, i, value if boxer is None else boxer(value))
                 return
             except Exception:  # the checked path below names the fault
                 pass
@@ -734,12 +736,13 @@ class WriteSession:
         self._java.setMutationBufferSpace(buffer_ops)
         self._java.setIgnoreAllDuplicateRows(False)
         jt = table._java
-        self._new = {
-            MutationKind.INSERT: jt.newInsert,
-            MutationKind.UPDATE: jt.newUpdate,
-            MutationKind.UPSERT: jt.newUpsert,
-            MutationKind.DELETE: jt.newDelete,
+        self._new = {  # by the kind's value: an enum member's own hash runs in Python, once per row
+            MutationKind.INSERT.value: jt.newInsert,
+            MutationKind.UPDATE.value: jt.newUpdate,
+            MutationKind.UPSERT.value: jt.newUpsert,
+            MutationKind.DELETE.value: jt.newDelete,
         }
+        self._send = self._java.apply
         self.applied = 0
         self._tracked: list[tuple[Any, Mutation]] | None = [] if track else None
         if track:  # room for every refused row of a buffer (the default collector holds 1000, then overflows)
@@ -747,7 +750,7 @@ class WriteSession:
 
     def apply(self, mutation: Mutation) -> None:
         """Queue one mutation (columns absent from its row are left unset)."""
-        op = self._new[mutation.kind]()
+        op = self._new[mutation.kind._value_]()
         row = op.getRow()
         writers = self.table.writers
         for name, value in mutation.row.items():
@@ -757,7 +760,7 @@ class WriteSession:
                 continue
             write(row, value)
         try:
-            self._java.apply(op)
+            self._send(op)
         except self._t.KuduException as exc:
             raise _kudu_error(f"apply on table {self.table.name!r}", exc) from None
         self.applied += 1

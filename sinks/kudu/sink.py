@@ -48,6 +48,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from spyt_queue.collector import gc_paused
 from spyt_queue.connect import check_sink_options
 from spyt_queue.deadletter import (
     BoundDeadLetters,
@@ -181,7 +182,13 @@ def _rows(batches: Iterable[pa.RecordBatch], timestamp_columns: Sequence[str]) -
 
 def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any = None) -> KuduWriteCommit:
     """Plan and apply one task's rows (runs on an executor); raises on any refused row (with ``deadLetter.*``: see
-    :func:`_write_diverting`)."""
+    :func:`_write_diverting`). The cyclic garbage collector is paused for the task (:func:`gc_paused`): its row
+    dicts and mutations are freed by reference counting."""
+    with gc_paused():
+        return _write_task(config, batches, now)
+
+
+def _write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any) -> KuduWriteCommit:
     from .client import KuduWriteError, get_client
 
     rows = _rows(batches, config.timestamp_columns)

@@ -9,7 +9,8 @@ import gc
 import pytest
 from pyspark.sql.functions import spark_partition_id
 
-from spyt_queue.kafka.backend import KafkaBackend, gc_paused
+from spyt_queue.collector import gc_paused
+from spyt_queue.kafka.backend import KafkaBackend
 from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.spark.partitions import DataLossPolicy
 from tests.kafka.helpers import Topic, ids_in, run_to_files
