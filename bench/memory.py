@@ -127,6 +127,10 @@ class Sampler(threading.Thread):
             command = cmdline(pid)
             if not command:
                 continue  # exited meanwhile
+            if "pyspark" not in command:
+                # The JVM's own helpers (Hadoop's ``readlink``, ``jspawnhelper``): sampled between fork and exec,
+                # they show the whole JVM's RSS (a 5M-row run once reported a 673 MB "driver-side Python process")
+                continue
             # Spark runs each Python module through its own ``pyspark.daemon <module>`` and its forks: the
             # executors' tasks in ``pyspark.worker``; planners (``pyspark.sql.worker.*``) and the source's
             # runner on the driver's behalf
