@@ -400,6 +400,7 @@ def _reshard_table(state: State, req: Request) -> Result:
         _get(params, "trimmed_row_counts"),
         _int(params, "first_tablet_index"),
         _int(params, "last_tablet_index"),
+        _get(params, "cumulative_data_weights"),
     )
     return Result({})
 

@@ -69,6 +69,18 @@ class Tablet:
     last_chunk: Any = None
 
 
+COMMIT_ORDERINGS = ("weak", "strong")
+
+
+def parse_commit_ordering(value: Any) -> str:
+    """A ``commit_ordering`` value (``ECommitOrdering``: ``weak`` or ``strong``), refused as YTsaurus's enum parser
+    refuses an unknown one."""
+    text = value.decode() if isinstance(value, bytes) else value
+    if not isinstance(text, str) or text not in COMMIT_ORDERINGS:
+        raise YtError(f'Error parsing ECommitOrdering value "{text}"')
+    return str(text)
+
+
 @dataclass
 class TableMeta:
     """Dynamic-table state of a ``table`` node."""
@@ -505,6 +517,10 @@ class Cypress:
             if name in READ_ONLY_ATTRIBUTES:
                 raise YtError(f'Builtin attribute "{name}" cannot be set', attributes={"path": full_path})
             if len(attribute) == 1:
+                if name == "commit_ordering" and node.table is not None and node.table.dynamic:
+                    value = parse_commit_ordering(value)
+                    if any(t.state != "unmounted" for t in node.table.tablets):  # TTableNodeProxy::SetBuiltinAttribute
+                        raise YtError("Cannot change table commit ordering mode since not all tablets are unmounted")
                 node.attrs[name] = value
             else:
                 if name not in node.attrs:

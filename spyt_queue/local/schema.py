@@ -181,6 +181,9 @@ class TableSchema:
                     )
             else:
                 key_done = True
+            if column.extra and "aggregate" in column.extra and any(c.sort_order for c in columns):
+                # An aggregate column only aggregates by key; ordered tables store its values as they come.
+                raise YtError(f"Aggregate column {column.name!r} is not supported by the local server", code=314)
             if column.name.startswith("$") and column.name not in SYSTEM_COLUMNS_ORDERED:
                 raise YtError(f"Column name {column.name!r} is reserved", code=314)
         strict = bool(attributes.get("strict", True))
@@ -346,9 +349,20 @@ def _parse_column(raw: dict[Any, Any]) -> Column:
     sort_order = data.get("sort_order")
     extra = {k: v for k, v in data.items() if k in ("aggregate", "lock", "group", "expression")}
     if "expression" in extra:
+        if required:  # ValidateColumnSchema, wrapped as TTableNodeTypeHandler wraps schema errors
+            raise YtError(
+                "New table schema is not valid",
+                code=314,
+                inner_errors=[
+                    YtError(
+                        f'Error validating schema of a column "{name}"',
+                        inner_errors=[YtError("Computed column cannot be required")],
+                    )
+                ],
+            )
         raise YtError(f"Computed column {name!r} is not supported by the local server", code=314)
-    if "aggregate" in extra:
-        raise YtError(f"Aggregate column {name!r} is not supported by the local server", code=314)
+    if "aggregate" in extra and sort_order:
+        raise YtError(f"Aggregate column {name!r} cannot be a key column", code=314)
     return Column(
         name, type_name, bool(required), str(sort_order) if sort_order else None, extra or None, type_v3=logical
     )
@@ -418,12 +432,12 @@ def _check_column(
                         if skip_missing:
                             continue
                         raise YtError(
-                            f"Missing required column {column.name!r}",
+                            f'Required column "{column.name}" cannot have "null" value',
                             code=SCHEMA_VIOLATION,
                             attributes={"table_path": path, "column": column.name},
                         )
                     raise YtError(
-                        f'Required column {column.name!r} cannot have "null" value',
+                        f'Required column "{column.name}" cannot have "null" value',
                         code=SCHEMA_VIOLATION,
                         attributes={"table_path": path, "column": column.name},
                     )

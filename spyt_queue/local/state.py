@@ -15,7 +15,7 @@ from typing import Any
 import yt.yson as yson
 
 from spyt_queue.local import ids, ordered, sorted_tables
-from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value
+from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value, parse_commit_ordering
 from spyt_queue.local.errors import INVALID_TABLET_STATE, TABLET_NOT_MOUNTED, TOO_MANY_ROWS_IN_TRANSACTION, YtError
 from spyt_queue.local.schema import (
     CONSUMER_SCHEMA,
@@ -200,22 +200,26 @@ class State:
         tablet_count = attributes.pop("tablet_count", None) if table is not None else None
         pivot_keys = attributes.pop("pivot_keys", None) if table is not None else None
         trimmed = attributes.pop("trimmed_row_counts", None) if table is not None else None
+        weights = attributes.pop("cumulative_data_weights", None) if table is not None else None
+        if "commit_ordering" in attributes:
+            attributes["commit_ordering"] = parse_commit_ordering(attributes["commit_ordering"])
         if table is not None and table.dynamic:
-            count = int(tablet_count) if tablet_count is not None else (len(pivot_keys) if pivot_keys else 1)
-            if count < 1:
-                raise YtError(f"Invalid tablet count {count}")
+            # As TTableNodeTypeHandler::DoCreate and TTableNode::ValidateReshard (table_server).
+            if tablet_count is not None and int(tablet_count) <= 0:
+                raise YtError("Tablet count must be positive")
             if pivot_keys is not None and not table.schema.sorted:
-                raise YtError("Pivot keys are only allowed for sorted tables")
+                raise YtError("Table is ordered; must provide tablet count")
+            count = int(tablet_count) if tablet_count is not None else (len(pivot_keys) if pivot_keys else 1)
             table.pivot_keys = list(pivot_keys) if pivot_keys else []
-            trimmed_counts = list(trimmed) if trimmed else [0] * count
-            if len(trimmed_counts) != count:
-                raise YtError('"trimmed_row_counts" must have one entry per tablet')
+            trimmed_counts = _per_tablet_counts("trimmed_row_counts", trimmed, table, tablet_count)
+            start_weights = _per_tablet_counts("cumulative_data_weights", weights, table, tablet_count)
             table.tablets = [
                 Tablet(
                     i,
                     "",
-                    total_row_count=int(trimmed_counts[i]),
-                    trimmed_row_count=int(trimmed_counts[i]),
+                    total_row_count=trimmed_counts[i] if trimmed_counts else 0,
+                    trimmed_row_count=trimmed_counts[i] if trimmed_counts else 0,
+                    cumulative_data_weight=start_weights[i] if start_weights else 0,
                     last_chunk=(),
                 )
                 for i in range(count)
@@ -431,8 +435,12 @@ class State:
         trimmed_row_counts: list[int] | None,
         first: int | None,
         last: int | None,
+        cumulative_data_weights: list[int] | None = None,
     ) -> None:
-        """``reshard_table``: only when every tablet is unmounted, as in YT."""
+        """``reshard_table``: only when every tablet is unmounted, as in YT. Ordered tables may reshard a tablet
+        range: tablets beyond the range's old count are created after it (``trimmed_row_counts`` /
+        ``cumulative_data_weights`` give their starting row and weight), and when the count shrinks the range's
+        trailing tablets are merged into its last kept one (their rows appended), as ``ReshardTable`` does."""
         with self.lock, self.storage.transaction() as conn:
             node = self.dynamic_table(path)
             table = node.table
@@ -443,12 +451,16 @@ class State:
                         f"Cannot reshard table {node.path} since tablet {tablet.tablet_id} is not unmounted",
                         code=INVALID_TABLET_STATE,
                     )
-            if first is not None or last is not None:
-                raise YtError(
-                    "Resharding a tablet range (first_tablet_index/last_tablet_index) is not supported "
-                    "by the local server; reshard the whole table"
-                )
+            if tablet_count is not None and int(tablet_count) <= 0:
+                raise YtError("Tablet count must be positive")
             if table.schema.sorted:
+                if first is not None or last is not None:
+                    raise YtError(
+                        "Resharding a tablet range (first_tablet_index/last_tablet_index) of a sorted table is not "
+                        "supported by the local server; reshard the whole table"
+                    )
+                if trimmed_row_counts:
+                    raise YtError('Cannot reshard sorted table with "trimmed_row_counts"')
                 if pivot_keys is None and tablet_count is None:
                     raise YtError('Either "pivot_keys" or "tablet_count" must be given')
                 count = len(pivot_keys) if pivot_keys is not None else int(tablet_count or 1)
@@ -460,41 +472,143 @@ class State:
                     ordered.persist_tablet(conn, node.id, tablet)
                 del old
             else:
-                if pivot_keys is not None:
-                    raise YtError("Pivot keys cannot be given for an ordered table")
+                if pivot_keys:
+                    raise YtError("Table is ordered; must provide tablet count")
                 if tablet_count is None:
                     raise YtError('"tablet_count" is required to reshard an ordered table')
-                count = int(tablet_count)
-                if count < 1:
-                    raise YtError(f"Invalid tablet count {count}")
-                old = table.tablets
-                for tablet in old[count:]:
-                    if tablet.total_row_count > tablet.trimmed_row_count:
-                        raise YtError(
-                            f"Cannot reduce the tablet count of ordered table {node.path}: tablet "
-                            f"{tablet.index} still holds rows (the local server never drops queue rows "
-                            "on reshard)"
-                        )
-                new_trimmed = list(trimmed_row_counts) if trimmed_row_counts else []
-                tablets = old[:count]
-                for index in range(len(tablets), count):
-                    start = int(new_trimmed[index - len(old)]) if index - len(old) < len(new_trimmed) else 0
-                    tablets.append(
-                        Tablet(
-                            index,
-                            self._tablet_id(node.id, index),
-                            total_row_count=start,
-                            trimmed_row_count=start,
-                            last_chunk=(),
-                        )
-                    )
-                for tablet in old[count:]:
-                    conn.execute("DELETE FROM chunks WHERE table_id = ? AND tablet = ?", (node.id, tablet.index))
-                table.tablets = tablets
-                conn.execute("DELETE FROM tablets WHERE table_id = ?", (node.id,))
-                for tablet in tablets:
-                    ordered.persist_tablet(conn, node.id, tablet)
+                self._reshard_ordered(
+                    conn, node, int(tablet_count), first, last, trimmed_row_counts, cumulative_data_weights
+                )
             self.cypress.persist(conn, node)
+
+    def _reshard_ordered(
+        self,
+        conn: Any,
+        node: Node,
+        count: int,
+        first: int | None,
+        last: int | None,
+        trimmed_row_counts: list[int] | None,
+        cumulative_data_weights: list[int] | None,
+    ) -> None:
+        table = node.table
+        assert table is not None
+        old = table.tablets
+        lo = 0 if first is None else int(first)
+        hi = len(old) - 1 if last is None else int(last)
+        if not 0 <= lo <= hi < len(old):
+            raise YtError(
+                f"Invalid tablet range [{lo},{hi}] for table {node.path} with {len(old)} tablet(s)",
+                attributes={"first_tablet_index": lo, "last_tablet_index": hi},
+            )
+        old_count = hi - lo + 1
+        created = max(0, count - old_count)
+        starts: dict[str, list[int]] = {}
+        for name, values in (
+            ("trimmed_row_counts", trimmed_row_counts),
+            ("cumulative_data_weights", cumulative_data_weights),
+        ):
+            given = [int(v) for v in values or []]
+            if given and len(given) != created:
+                raise YtError(f'"{name}" has invalid size: expected 0 or {created}, got {len(given)}')
+            _check_nonnegative(name, given)
+            starts[name] = given or [0] * created
+        dropped = old[lo + count : hi + 1] if count < old_count else []
+        for tablet in dropped:
+            # TTablet::ValidateReshardRemove: trimmed rows must already be gone from the tablet's chunks. Here
+            # written rows below the trimmed count count as still stored (a tablet node drops them later).
+            if tablet.trimmed_row_count > 0 and tablet.last_write_ts > 0:
+                raise YtError(
+                    f"Some chunks of tablet {tablet.tablet_id} are not fully trimmed; such a tablet cannot "
+                    "participate in resharding"
+                )
+        if dropped:
+            keeper = old[lo + count - 1]
+            for tablet in dropped:
+                self._move_rows(conn, node, tablet, keeper)
+                conn.execute("DELETE FROM chunks WHERE table_id = ? AND tablet = ?", (node.id, tablet.index))
+        new_tablets = [
+            Tablet(
+                0,
+                "",
+                total_row_count=starts["trimmed_row_counts"][i],
+                trimmed_row_count=starts["trimmed_row_counts"][i],
+                cumulative_data_weight=starts["cumulative_data_weights"][i],
+                last_chunk=(),
+            )
+            for i in range(created)
+        ]
+        kept = old[lo : lo + min(count, old_count)]
+        tablets = [*old[:lo], *kept, *new_tablets, *old[hi + 1 :]]
+        # Renumber: chunks move to a temporary negative index first, so no two tablets collide in between.
+        moved = [(t.index, i) for i, t in enumerate(tablets) if t.tablet_id and t.index != i]  # new ones have no id
+        for old_index, new_index in moved:
+            conn.execute(
+                "UPDATE chunks SET tablet = ? WHERE table_id = ? AND tablet = ?", (-1 - new_index, node.id, old_index)
+            )
+        for _, new_index in moved:
+            self._restamp_tablet_index(conn, node.id, -1 - new_index, new_index)
+        for index, tablet in enumerate(tablets):
+            tablet.index = index
+            tablet.tablet_id = self._tablet_id(node.id, index)
+            tablet.last_chunk = None
+        table.tablets = tablets
+        conn.execute("DELETE FROM tablets WHERE table_id = ?", (node.id,))
+        for tablet in tablets:
+            ordered.persist_tablet(conn, node.id, tablet)
+
+    def _restamp_tablet_index(self, conn: Any, table_id: str, stored_index: int, tablet_index: int) -> None:
+        """Move the chunks stored under ``stored_index`` to ``tablet_index``, with ``$tablet_index`` rewritten."""
+        from spyt_queue.local.formats import dumps_fragment, loads_fragment
+        from spyt_queue.local.schema import TABLET_INDEX
+
+        chunks = conn.execute(
+            "SELECT first_row, row_count, data FROM chunks WHERE table_id = ? AND tablet = ?", (table_id, stored_index)
+        ).fetchall()
+        for first_row, _row_count, data in chunks:
+            rows = loads_fragment(bytes(data))
+            for row in rows:
+                row[TABLET_INDEX] = tablet_index
+            conn.execute(
+                "UPDATE chunks SET tablet = ?, data = ? WHERE table_id = ? AND tablet = ? AND first_row = ?",
+                (tablet_index, dumps_fragment(rows), table_id, stored_index, first_row),
+            )
+
+    def _move_rows(self, conn: Any, node: Node, source: Tablet, target: Tablet) -> None:
+        """Append the kept rows of ``source`` to ``target`` (row indexes, ``$tablet_index`` and
+        ``$cumulative_data_weight`` continue the target's), as merging tablets' chunk lists does."""
+        from spyt_queue.local.formats import dumps_fragment, loads_fragment
+        from spyt_queue.local.schema import ROW_INDEX, TABLET_INDEX
+
+        rows = []
+        for _, _, data in conn.execute(
+            "SELECT first_row, row_count, data FROM chunks WHERE table_id = ? AND tablet = ? ORDER BY first_row",
+            (node.id, source.index),
+        ).fetchall():
+            rows.extend(loads_fragment(bytes(data)))
+        rows = [r for r in rows if int(r[ROW_INDEX]) >= source.trimmed_row_count]
+        if not rows:
+            return
+        weight_key = ordered.CUMULATIVE_DATA_WEIGHT
+        previous = 0
+        total = target.cumulative_data_weight
+        for offset, row in enumerate(rows):
+            row[TABLET_INDEX] = target.index
+            row[ROW_INDEX] = target.total_row_count + offset
+            if weight_key in row:
+                own = int(row[weight_key]) - previous
+                previous = int(row[weight_key])
+                total += own
+                row[weight_key] = total
+        data = dumps_fragment(rows)
+        conn.execute(
+            "INSERT INTO chunks (table_id, tablet, first_row, row_count, data) VALUES (?, ?, ?, ?, ?)",
+            (node.id, target.index, target.total_row_count, len(rows), data),
+        )
+        target.total_row_count += len(rows)
+        target.cumulative_data_weight = total
+        target.last_write_ts = max(target.last_write_ts, source.last_write_ts)
+        target.last_chunk = None
 
     def tablet_infos(self, path: str, indexes: list[int]) -> dict[str, Any]:
         """``get_tablet_infos``."""
@@ -800,6 +914,29 @@ class State:
         for key_row in keys:
             key = sorted_tables.key_of(table.schema, key_row)
             yield sorted_tables.lookup(self.storage, node.id, key, ts)
+
+
+def _per_tablet_counts(name: str, values: Any, table: TableMeta, tablet_count: Any) -> list[int] | None:
+    """``trimmed_row_counts`` / ``cumulative_data_weights`` of ``create``: one non-negative value per tablet, for
+    ordered tables given with ``tablet_count`` (checks and messages of ``TTableNodeTypeHandler::DoCreate``)."""
+    if not values:
+        return None
+    if table.schema.sorted:
+        raise YtError(f'"{name}" can only be set for ordered tables')
+    if tablet_count is None:
+        raise YtError(f'"{name}" cannot be specified without "tablet_count"')
+    counts = [int(v) for v in values]
+    if len(counts) != int(tablet_count):
+        raise YtError(f'"{name}" has invalid size: expected 0 or {int(tablet_count)}, got {len(counts)}')
+    _check_nonnegative(name, counts)
+    return counts
+
+
+def _check_nonnegative(name: str, counts: list[int]) -> None:
+    what = "Trimmed row count" if name == "trimmed_row_counts" else "Cumulative data weight"
+    for count in counts:
+        if count < 0:
+            raise YtError(f"{what} must be nonnegative, got {count}")
 
 
 def _encoded_pivots(pivot_keys: list[Any]) -> list[bytes]:
