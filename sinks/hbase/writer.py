@@ -36,7 +36,15 @@ from spyt_queue.deadletter import (
 )
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.options import Options
-from spyt_queue.sinks.hbase.codec import encode_column, encoder_for, epoch_micros, key_column, key_part
+from spyt_queue.sinks.hbase.codec import (
+    ESCAPE,
+    encode_column,
+    encoder_for,
+    epoch_micros,
+    escape_key_part,
+    key_column,
+    key_part,
+)
 from spyt_queue.sinks.hbase.thrift2 import Thrift2Client
 
 __all__ = [
@@ -144,6 +152,12 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
     if not key_columns or missing:
         raise OptionError("row_key", f"column(s) {missing or key_text!r} not in the DataFrame (columns: {names})")
     separator = (options.get_str("row_key_separator") or "|").encode("utf-8")
+    if len(key_columns) > 1 and separator.startswith(ESCAPE):
+        raise OptionError(
+            "row_key_separator",
+            f"{separator.decode()!r} starts with '\\', the escape character of composite row-key parts (a part's "
+            "'\\' is written '\\\\'): such a separator would be ambiguous; choose one that starts otherwise, e.g. '|'",
+        )
     family = options.get_str("family", DEFAULT_FAMILY) or DEFAULT_FAMILY
     mapping: dict[str, str] = {}
     for item in filter(None, (s.strip() for s in (options.get_str("column_mapping") or "").split(","))):
@@ -363,8 +377,9 @@ def _salted(settings: HBaseSinkSettings) -> Callable[[bytes], bytes] | None:
 
 
 def _row_keys(settings: HBaseSinkSettings, batch: pa.RecordBatch, index: dict[str, int], first_row: int) -> list[bytes]:
-    """Every row's key: the key columns' text parts joined by the separator, prefixed as configured. Computed per
-    column where the codec can (strings, binary, integers), value by value otherwise; a null part is an error."""
+    """Every row's key: the key columns' text parts, escaped and joined by the separator when there are several
+    (:func:`~spyt_queue.sinks.hbase.codec.join_row_key`), prefixed as configured. Computed per column where the
+    codec can (strings, binary, integers, timestamps), value by value otherwise; a null part is an error."""
     columns = [batch.column(index[c]) for c in settings.key_columns]
     for name, column in zip(settings.key_columns, columns, strict=True):
         if column.null_count:
@@ -377,9 +392,19 @@ def _row_keys(settings: HBaseSinkSettings, batch: pa.RecordBatch, index: dict[st
         keys = parts[0]
     else:
         sep = settings.separator
+        parts = [_escaped(column, sep) for column in parts]
         keys = [sep.join(p) for p in zip(*parts, strict=True)]
     salted = _salted(settings)
     return keys if salted is None else [salted(k) for k in keys]
+
+
+def _escaped(column: list[bytes], separator: bytes) -> list[bytes]:
+    """A key column's parts as :func:`~spyt_queue.sinks.hbase.codec.join_row_key` writes them in a composite key
+    (one scan of the whole column decides whether any part needs escaping)."""
+    whole = b"".join(column)
+    if ESCAPE not in whole and separator[:1] not in whole:
+        return column
+    return [escape_key_part(part, separator) for part in column]
 
 
 def _timestamps(settings: HBaseSinkSettings, batch: pa.RecordBatch, keys: list[bytes]) -> list[int] | None:
