@@ -15,6 +15,7 @@ Comparisons follow YT's default (non-canonical) null relations: null equals null
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,6 +137,15 @@ class Literal:
 
 
 @dataclass
+class Arith:
+    """``left <op> right`` for ``+ - * / %`` (projection expressions)."""
+
+    op: str
+    left: Any
+    right: Any
+
+
+@dataclass
 class TupleExpr:
     """``(a, b, ...)``."""
 
@@ -206,7 +216,7 @@ class Query:
 
     text: str
     path: str
-    projection: list[tuple[str, str]] | None  # (column, output name); None = *
+    projection: list[tuple[Any, str]] | None  # (column name or Arith expression, output name); None = *
     where: Any = None
     order_by: list[OrderItem] = field(default_factory=list)
     limit: int | None = None
@@ -295,19 +305,19 @@ class _Parser:
             raise self.fail(f"{what} must be a non-negative integer")
         return int(token.value)
 
-    def parse_projection(self) -> list[tuple[str, str]] | None:
+    def parse_projection(self) -> list[tuple[Any, str]] | None:
         if self.accept("op", "*"):
             return None
-        items: list[tuple[str, str]] = []
+        items: list[tuple[Any, str]] = []
         while True:
-            if self.tok.kind == "ident" and self.tokens[self.pos + 1].text == "(":
-                raise self.unsupported(f"Function {self.tok.text}() in the projection is")
-            if self.tok.kind not in ("ident", "bracket"):
-                raise self.unsupported(f"Projection item {self.tok.text!r} (only column references are supported) is")
-            column = self.parse_column_name()
+            start = self.pos
+            expression = self.parse_sum()
+            column: Any = expression.name if isinstance(expression, ColumnRef) else expression
+            if isinstance(expression, Literal):
+                raise self.unsupported("Constant projection items are")
             if self.tok.kind == "op" and self.tok.value not in (",",):
-                raise self.unsupported("Expressions in the projection are")
-            alias = column
+                raise self.unsupported(f"Operator {self.tok.text!r} in the projection is")
+            alias = column if isinstance(column, str) else " ".join(t.text for t in self.tokens[start : self.pos])
             if self.accept("kw", "as"):
                 alias_token = self.tok
                 if alias_token.kind not in ("ident", "bracket"):
@@ -318,6 +328,40 @@ class _Parser:
             if not self.accept("op", ","):
                 break
         return items
+
+    def parse_sum(self) -> Any:
+        """``term (+|- term)*``: arithmetic of column references and numeric literals."""
+        node = self.parse_product()
+        while self.tok.kind == "op" and self.tok.value in ("+", "-"):
+            op = str(self.take("op").value)
+            node = Arith(op, node, self.parse_product())
+        return node
+
+    def parse_product(self) -> Any:
+        node = self.parse_factor()
+        while self.tok.kind == "op" and self.tok.value in ("*", "/", "%"):
+            op = str(self.take("op").value)
+            node = Arith(op, node, self.parse_factor())
+        return node
+
+    def parse_factor(self) -> Any:
+        token = self.tok
+        if token.kind == "ident" and self.tokens[self.pos + 1].text == "(":
+            raise self.unsupported(f"Function {token.text}() in the projection is")
+        if token.kind in ("ident", "bracket"):
+            return ColumnRef(self.parse_column_name())
+        if token.kind == "number":
+            self.pos += 1
+            return Literal(token.value)
+        if token.kind == "op" and token.value == "-":
+            self.pos += 1
+            return Arith("-", Literal(0), self.parse_factor())
+        if token.kind == "op" and token.value == "(":
+            self.pos += 1
+            node = self.parse_sum()
+            self.take("op", ")")
+            return node
+        raise self.unsupported(f"Projection item {token.text!r} is")
 
     def parse_column_name(self) -> str:
         token = self.tok
@@ -517,7 +561,39 @@ class Compiler:
             return lambda row: constant
         if isinstance(node, TupleExpr):
             raise YtError("A tuple can only be compared with a tuple", attributes={"query": self.query_text})
+        if isinstance(node, Arith):
+            return self._arith(node)
         return self.predicate(node)
+
+    def _arith(self, node: Arith) -> Callable[[dict[bytes, Any]], Any]:
+        """``+ - * / %`` with YT's rules: null in, null out; integers stay integers (``/`` and ``%`` truncate
+        toward zero, as C++), division of an integer by zero is an error."""
+        left, right, op, query = self.value(node.left), self.value(node.right), node.op, self.query_text
+
+        def evaluate(row: dict[bytes, Any]) -> Any:
+            a, b = left(row), right(row)
+            if a is None or b is None:
+                return None
+            if isinstance(a, bool) or isinstance(b, bool) or isinstance(a, bytes) or isinstance(b, bytes):
+                raise YtError(f"Type mismatch in expression: cannot apply {op!r}", attributes={"query": query})
+            if op == "+":
+                result = a + b
+            elif op == "-":
+                result = a - b
+            elif op == "*":
+                result = a * b
+            elif isinstance(a, float) or isinstance(b, float):
+                result = a / b if op == "/" else math.fmod(a, b)
+            elif b == 0:
+                raise YtError("Division by zero", attributes={"query": query})
+            else:
+                quotient = abs(int(a)) // abs(int(b)) * (1 if (a >= 0) == (b >= 0) else -1)
+                result = quotient if op == "/" else int(a) - quotient * int(b)
+            if isinstance(a, yson.YsonUint64) and isinstance(b, yson.YsonUint64) and not isinstance(result, float):
+                return yson.YsonUint64(result % (1 << 64))
+            return result
+
+        return evaluate
 
     def _tuple_parts(self, node: Any) -> list[Any]:
         return node.items if isinstance(node, TupleExpr) else [node]

@@ -50,8 +50,13 @@ def select(
         else:
             output = query.projection
             for column, _alias in output:
-                compiler.column(column)
-        aliases = {alias: column for column, alias in output if alias != column}
+                if isinstance(column, str):
+                    compiler.column(column)
+        getters = [
+            (alias.encode("utf-8"), compiler.value(column) if not isinstance(column, str) else None)
+            for column, alias in output
+        ]
+        aliases = {alias: column for column, alias in output if alias != column and isinstance(column, str)}
         for item in query.order_by:
             if item.column not in column_types and item.column in aliases:
                 item.column = aliases[item.column]
@@ -80,9 +85,19 @@ def select(
         rows = iter(top[query.offset :])
     elif query.limit is not None:
         rows = itertools.islice(rows, query.limit)
-    names = [(column.encode("utf-8"), alias.encode("utf-8")) for column, alias in output]
-    projected = ({alias: row.get(column) for column, alias in names} for row in rows)
+    if all(getter is None for _, getter in getters):
+        names = [(column.encode("utf-8"), alias.encode("utf-8")) for column, alias in output]
+        projected = ({alias: row.get(column) for column, alias in names} for row in rows)
+    else:
+        pairs = zip(getters, output, strict=True)
+        keys = [(alias, getter or _getter(column)) for (alias, getter), (column, _) in pairs]
+        projected = ({alias: get(row) for alias, get in keys} for row in rows)
     return encode_row_stream(_limit_output(projected, output_limit, fail_on_incomplete_result, query_text), fmt)
+
+
+def _getter(column: str) -> Any:
+    key = column.encode("utf-8")
+    return lambda row: row.get(key)
 
 
 def _limit_output(rows: Iterator[dict[bytes, Any]], limit: int, fail: bool, query: str) -> Iterator[dict[bytes, Any]]:
