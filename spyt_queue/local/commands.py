@@ -8,7 +8,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, producer, queues, reads
+from spyt_queue.local import ids, mutations, producer, queues, reads
 from spyt_queue.local.errors import YtError
 from spyt_queue.local.formats import (
     Format,
@@ -76,6 +76,7 @@ DESCRIPTORS = [
     Descriptor("exists", NULL, STRUCTURED, False, False),
     Descriptor("remove", NULL, STRUCTURED, True, False),
     Descriptor("set", STRUCTURED, STRUCTURED, True, False),
+    Descriptor("link", NULL, STRUCTURED, True, False),
     Descriptor("insert_rows", TABULAR, STRUCTURED, True, True),
     Descriptor("delete_rows", TABULAR, STRUCTURED, True, True),
     Descriptor("trim_rows", NULL, STRUCTURED, True, True),
@@ -260,6 +261,20 @@ def _create(state: State, req: Request) -> Result:
         _bool(params, "ignore_existing"),
         _bool(params, "force"),
         dict(attributes),
+    )
+    return Result({"node_id": node_id})
+
+
+def _link(state: State, req: Request) -> Result:
+    params = req.params
+    _master_tx_check(state, params)
+    node_id = state.link(
+        _plain_path(params, "target_path"),
+        _plain_path(params, "link_path"),
+        _bool(params, "recursive"),
+        _bool(params, "ignore_existing"),
+        _bool(params, "force"),
+        dict(_get(params, "attributes") or {}),
     )
     return Result({"node_id": node_id})
 
@@ -564,6 +579,7 @@ HANDLERS: dict[str, Callable[[State, Request], Result]] = {
     "exists": _exists,
     "remove": _remove,
     "set": _set,
+    "link": _link,
     "insert_rows": _insert_rows,
     "delete_rows": _delete_rows,
     "trim_rows": _trim_rows,
@@ -598,6 +614,14 @@ def execute(state: State, req: Request) -> Result:
     handler = HANDLERS.get(req.name)
     if handler is None:
         raise YtError(f"Unknown command {req.name!r}", attributes={"command": req.name})
+    mutation_id = _get(req.params, "mutation_id")
+    descriptor = BY_NAME[req.name]
+    if mutation_id is not None and descriptor.is_volatile and descriptor.output_type == STRUCTURED:
+        # The response keeper (mutations.py): a retry with the same mutation id gets the kept answer.
+        value = mutations.keeper_of(state).run(
+            str(mutation_id), _bool(req.params, "retry"), req.name, lambda: handler(state, req).value
+        )
+        return Result(value, output_format=_output_format(req.params))
     result = handler(state, req)
     if result.chunks is None and result.output_format is None:
         result.output_format = _output_format(req.params)

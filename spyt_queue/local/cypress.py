@@ -182,19 +182,26 @@ class Cypress:
     # ----------------------------------------------------------------------------------------------------------
     # Resolution
 
-    def _walk(self, components: list[str], full_path: str) -> Node:
+    def _walk(self, components: list[str], full_path: str, follow_last: bool = True, depth: int = 0) -> Node:
+        """The node at ``components``; links are followed, the last one only with ``follow_last`` and without a
+        trailing ``&`` (as Cypress does: ``//tmp/link&`` is the link node itself)."""
         node = self.root
         if components and components[0].startswith("#"):
             node = self.by_id.get(components[0][1:])
             if node is None:
                 raise resolve_error(full_path, f"No such object {components[0][1:]}")
             components = components[1:]
+        if components and components[-1].endswith("&"):
+            components = [*components[:-1], components[-1][:-1]]
+            follow_last = False
         for index, name in enumerate(components):
             if node.type == "map_node":
                 child = node.children.get(name)
                 if child is None:
                     raise resolve_error(full_path, f'Node {self._display(node)} has no child with key "{name}"')
                 node = child
+                if node.type == "link" and (follow_last or index < len(components) - 1):
+                    node = self._follow(node, full_path, depth)
             elif node.type in ("list_node", "document"):
                 raise YtError(
                     f"Cannot resolve into node {self._display(node)} of type {node.type}: "
@@ -206,14 +213,28 @@ class Cypress:
                 raise resolve_error(full_path, f'Node {self._display(node)} cannot have children (unexpected "{rest}")')
         return node
 
+    def _follow(self, link: Node, full_path: str, depth: int) -> Node:
+        """The target of a symbolic link (links to links are followed; a cycle or a dangling link is an error)."""
+        if depth >= 32:
+            raise YtError(f"Too many levels of symbolic links while resolving {full_path}", code=RESOLVE_ERROR)
+        target = str(link.sys.get("target_path", ""))
+        components, _ = split_path(target)
+        try:
+            return self._walk(components, target, True, depth + 1)
+        except YtError as exc:
+            if exc.contains_code(RESOLVE_ERROR):
+                raise resolve_error(full_path, f"Link {link.path} points to a missing object {target}") from None
+            raise
+
     @staticmethod
     def _display(node: Node) -> str:
         return node.path if node.path != "/" else "/"
 
-    def resolve(self, path: str) -> Node:
-        """The node at ``path`` (attribute suffix ignored); resolve error 500 if absent."""
-        components, _ = split_path(path)
-        return self._walk(components, path)
+    def resolve(self, path: str, follow_last: bool = True) -> Node:
+        """The node at ``path`` (attribute suffix ignored); resolve error 500 if absent. Symbolic links are
+        followed (the last one only with ``follow_last``)."""
+        components, attribute = split_path(path)
+        return self._walk(components, path, follow_last or attribute is not None)
 
     def find(self, path: str) -> Node | None:
         """The node at ``path`` or ``None``."""
@@ -253,6 +274,8 @@ class Cypress:
             "inherit_acl": True,
             "revision": 0,
         }
+        if node.type == "link":
+            result["target_path"] = node.sys.get("target_path")
         if node.type == "map_node":
             result["count"] = len(node.children)
         table = node.table

@@ -33,6 +33,7 @@ NODE_TYPE_CODES = {
     "boolean_node": 305,
     "uint64_node": 306,
     "document": 307,
+    "link": 417,
     "table": TYPE_TABLE,
 }
 

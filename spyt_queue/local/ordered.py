@@ -70,8 +70,9 @@ def append(
             row[TIMESTAMP] = stamp
     if schema.has_cumulative_data_weight:
         total = tablet.cumulative_data_weight
+        extra = system_columns_weight(schema)
         for row in rows:
-            total += row_data_weight(row, names, schema.weighers)
+            total += row_data_weight(row, names, schema.weighers) + extra
             row[CUMULATIVE_DATA_WEIGHT] = total
         tablet.cumulative_data_weight = total
     position = 0
@@ -145,6 +146,13 @@ def first_available(storage: Storage, table_id: str, tablet: Tablet, begin: int)
     if row is None or row[0] is None:
         return max(start, tablet.total_row_count) if start >= tablet.total_row_count else start
     return max(start, int(row[0]))
+
+
+def system_columns_weight(schema: TableSchema) -> int:
+    """The data weight the stored system columns add to each row: 8 for ``$timestamp`` and 8 for
+    ``$cumulative_data_weight`` when the schema has them (``TOrderedDynamicStore::WriteRow`` weighs the stored row,
+    with both filled in)."""
+    return 8 * schema.has_timestamp + 8 * schema.has_cumulative_data_weight
 
 
 def trim(conn: sqlite3.Connection, table_id: str, tablet: Tablet, trimmed_row_count: int) -> None:

@@ -32,58 +32,77 @@ def _rich(cluster: str, path: str) -> Any:
 # Registrations
 
 
+def resolve_object(state: State, rich: RichPath, must_exist: bool = True) -> tuple[str, str]:
+    """``(cluster, path)`` of a queue or consumer as registrations name it: on this cluster the path of the table
+    itself, symbolic links resolved (YTsaurus registers and lists target paths); a path on another cluster is kept
+    as given, and a missing local object is a resolve error only with ``must_exist``."""
+    from spyt_queue.local.state import normalize_path
+
+    cluster = rich.cluster or state.cluster_name
+    path = normalize_path(rich.path)
+    if cluster != state.cluster_name:
+        return cluster, path
+    node = state.cypress.resolve_table(path) if must_exist else _find_table(state, path)
+    return cluster, node.path if node is not None else path
+
+
+def _find_table(state: State, path: str) -> Node | None:
+    try:
+        return state.cypress.find(path)
+    except YtError:
+        return None
+
+
 def register(state: State, queue: RichPath, consumer: RichPath, vital: bool, partitions: list[int] | None) -> None:
-    """``register_queue_consumer``: both objects must exist; re-registering updates vital/partitions."""
-    queue_path, consumer_path = state.local_path(queue), state.local_path(consumer)
+    """``register_queue_consumer``: local objects must exist; re-registering updates vital/partitions."""
     with state.lock:
-        state.cypress.resolve_table(queue_path)
-        state.cypress.resolve_table(consumer_path)
+        queue_cluster, queue_path = resolve_object(state, queue)
+        consumer_cluster, consumer_path = resolve_object(state, consumer)
         registration = Registration(
-            state.cluster_name,
+            queue_cluster,
             queue_path,
-            state.cluster_name,
+            consumer_cluster,
             consumer_path,
             bool(vital),
             [int(p) for p in partitions] if partitions is not None else None,
         )
+        key = (queue_cluster, queue_path, consumer_cluster, consumer_path)
         with state.storage.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO registrations (queue_cluster, queue_path, consumer_cluster, consumer_path, "
                 "vital, partitions) VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    registration.queue_cluster,
-                    registration.queue_path,
-                    registration.consumer_cluster,
-                    registration.consumer_path,
+                    *key,
                     int(registration.vital),
                     yson.dumps(registration.partitions) if registration.partitions is not None else None,
                 ),
             )
-        state.registrations = [
-            r for r in state.registrations if (r.queue_path, r.consumer_path) != (queue_path, consumer_path)
-        ]
+        state.registrations = [r for r in state.registrations if _key(r) != key]
         state.registrations.append(registration)
+
+
+def _key(r: Registration) -> tuple[str, str, str, str]:
+    return (r.queue_cluster, r.queue_path, r.consumer_cluster, r.consumer_path)
 
 
 def unregister(state: State, queue: RichPath, consumer: RichPath) -> None:
     """``unregister_queue_consumer`` (deleting an absent registration is a no-op, as a row delete is)."""
-    queue_path, consumer_path = state.local_path(queue), state.local_path(consumer)
-    with state.lock, state.storage.transaction() as conn:
-        conn.execute(
-            "DELETE FROM registrations WHERE queue_cluster = ? AND queue_path = ? AND consumer_cluster = ? "
-            "AND consumer_path = ?",
-            (state.cluster_name, queue_path, state.cluster_name, consumer_path),
-        )
-        state.registrations = [
-            r for r in state.registrations if (r.queue_path, r.consumer_path) != (queue_path, consumer_path)
-        ]
+    with state.lock:
+        key = (*resolve_object(state, queue, False), *resolve_object(state, consumer, False))
+        with state.storage.transaction() as conn:
+            conn.execute(
+                "DELETE FROM registrations WHERE queue_cluster = ? AND queue_path = ? AND consumer_cluster = ? "
+                "AND consumer_path = ?",
+                key,
+            )
+        state.registrations = [r for r in state.registrations if _key(r) != key]
 
 
 def list_registrations(state: State, queue: RichPath | None, consumer: RichPath | None) -> list[dict[str, Any]]:
-    """``list_queue_consumer_registrations``: paths come back as ``<cluster=...>"//path"``."""
-    queue_path = state.local_path(queue) if queue is not None else None
-    consumer_path = state.local_path(consumer) if consumer is not None else None
+    """``list_queue_consumer_registrations``: paths come back as ``<cluster=...>"//path"`` (link targets)."""
     with state.lock:
+        queue_key = resolve_object(state, queue, False) if queue is not None else None
+        consumer_key = resolve_object(state, consumer, False) if consumer is not None else None
         return [
             {
                 "queue_path": _rich(r.queue_cluster, r.queue_path),
@@ -92,27 +111,24 @@ def list_registrations(state: State, queue: RichPath | None, consumer: RichPath 
                 "partitions": r.partitions,
             }
             for r in state.registrations
-            if (queue_path is None or r.queue_path == queue_path)
-            and (consumer_path is None or r.consumer_path == consumer_path)
+            if (queue_key is None or (r.queue_cluster, r.queue_path) == queue_key)
+            and (consumer_key is None or (r.consumer_cluster, r.consumer_path) == consumer_key)
         ]
 
 
-def check_registered(state: State, queue_path: str, consumer_path: str, partition_index: int | None) -> None:
-    """Error 901 unless the consumer is registered for the queue (and partition)."""
+def check_registered(state: State, queue: tuple[str, str], consumer: tuple[str, str]) -> None:
+    """Error 901 unless the consumer is registered for the queue (``DoPullConsumer``: any registration will do;
+    its ``partitions`` are not checked)."""
     for registration in state.registrations:
-        if registration.queue_path == queue_path and registration.consumer_path == consumer_path:
-            if partition_index is None or registration.partitions is None or partition_index in registration.partitions:
-                return
-            raise YtError(
-                f"Consumer {_ref(state.cluster_name, consumer_path)} is not registered for partition "
-                f"{partition_index} of queue {_ref(state.cluster_name, queue_path)}",
-                code=AUTHORIZATION_ERROR,
-            )
+        if (registration.queue_cluster, registration.queue_path) == queue and (
+            registration.consumer_cluster,
+            registration.consumer_path,
+        ) == consumer:
+            return
     raise YtError(
-        f"Consumer {_ref(state.cluster_name, consumer_path)} is not registered for queue "
-        f"{_ref(state.cluster_name, queue_path)}",
+        f"Consumer {_ref(*consumer)} is not registered for queue {_ref(*queue)}",
         code=AUTHORIZATION_ERROR,
-        attributes={"queue_path": queue_path, "consumer_path": consumer_path},
+        attributes={"queue_path": queue[1], "consumer_path": consumer[1]},
     )
 
 
@@ -133,29 +149,38 @@ def pull(
 ) -> tuple[Iterator[bytes], dict[str, Any]]:
     """Rows of one partition from ``offset`` (inclusive).
 
-    ``pull_consumer`` reads through the tablet node, which clamps a trimmed offset to the first kept row and reads
-    ``max_row_count`` rows from there. ``pull_queue`` selects ``$row_index between offset and offset + n - 1`` and
-    only when that window is empty retries with ``$row_index >= offset limit n`` (``DoPullQueueViaSelectRows``), so a
-    partly trimmed window returns just its kept rows.
+    Both commands read through the tablet node (``TPullQueueOptions::UseNativeTabletNodeApi`` is on by default;
+    ``DoPullQueueViaTabletNodeApi``), which clamps a trimmed offset to the first kept row, reads ``max_row_count``
+    rows from there (fewer with ``data_weight_per_row_hint``) and stops once ``max_data_weight`` is reached (at
+    least one row). ``pull_consumer`` first resolves the consumer, checks the registration and the queue's
+    cluster, and reads the consumer's offset when none is given (``DoPullConsumer``).
     """
-    queue_path = state.local_path(queue)
     with state.lock:
+        if consumer is None:
+            state.local_path(queue)  # another cluster's queue cannot be read here
+        queue_ref = resolve_object(state, queue, consumer is None)
+        if consumer is not None:
+            consumer_path = resolve_object(state, consumer)[1]
+            consumer_node = state.dynamic_table(consumer_path)
+            check_registered(state, queue_ref, (state.cluster_name, consumer_path))
+            if queue_ref[0] != state.cluster_name:
+                raise YtError(
+                    f'Queue cluster "{queue_ref[0]}" was not found for path {queue_ref[0]}:{queue_ref[1]}',
+                    attributes={"queue_path": queue_ref[1], "queue_cluster": queue_ref[0]},
+                )
+            if offset is None:
+                offset = stored_offset(state, consumer_node, queue, queue_ref[1], partition_index, None)
+        queue_path = queue_ref[1]
         node = state.dynamic_table(queue_path)
         table = node.table
         assert table is not None
-        if consumer is not None:
-            consumer_path = state.local_path(consumer)
-            consumer_node = state.dynamic_table(consumer_path)
-            check_registered(state, queue_path, consumer_path, partition_index)
-            if offset is None:
-                offset = stored_offset(state, consumer_node, queue, queue_path, partition_index, None)
         if offset is None:
             raise YtError('Missing required parameter "offset"')
         if not table.ordered:
             raise YtError(f"Table {node.path} is not ordered")
+        tablet = state._tablet(node, partition_index)
         if offset < 0:
             raise YtError(f"Cannot read table {node.path} at a negative offset {offset}", attributes={"offset": offset})
-        tablet = state._tablet(node, partition_index)
         state.validate_mounted(node, tablet, write=False)
         count = DEFAULT_MAX_ROW_COUNT if max_row_count is None else int(max_row_count)
         if count <= 0:
@@ -164,20 +189,15 @@ def pull(
             weight = DEFAULT_MAX_DATA_WEIGHT if max_data_weight is None else int(max_data_weight)
             count = min(count, max(1, weight // max(1, int(data_weight_per_row_hint))))
         begin = max(int(offset), tablet.trimmed_row_count)
-        window_end = int(offset) + count
-        if consumer is None and begin < window_end:
-            end = min(window_end, tablet.total_row_count)  # the select window keeps its bounds
-        else:
-            end = min(begin + count, tablet.total_row_count)
+        end = min(begin + count, tablet.total_row_count)
         table_id = node.id
         index = tablet.index
         names = [c.bname for c in table.schema.data_columns]
         weighers = table.schema.weighers
-    if consumer is not None and begin < end:
-        # pull_consumer reads through the tablet node API, which stops once max_data_weight is reached
-        # (at least one row); pull_queue applies it only with data_weight_per_row_hint.
+        extra = ordered.system_columns_weight(table.schema)
+    if begin < end:
         limit = DEFAULT_MAX_DATA_WEIGHT if max_data_weight is None else int(max_data_weight)
-        end = _data_weight_end(state, table_id, index, begin, end, limit, names, weighers)
+        end = _data_weight_end(state, table_id, index, begin, end, limit, names, weighers, extra)
     parameters = {"start_row_index": begin if begin < end else int(offset)}
     return _encode_slices(state, table_id, index, begin, end, fmt), parameters
 
@@ -191,8 +211,11 @@ def _data_weight_end(
     limit: int,
     names: list[bytes],
     weighers: dict[bytes, Any] | None = None,
+    extra: int = 0,
 ) -> int:
     """The end of the prefix of ``[begin, end)`` whose data weight first reaches ``limit`` (at least one row).
+
+    A row weighs as stored (``extra``: the system columns, see ``ordered.system_columns_weight``).
 
     A row's data weight never exceeds twice its stored binary YSON size, so small ranges skip the per-row work.
     """
@@ -202,7 +225,7 @@ def _data_weight_end(
     remaining = limit
     position = begin
     for row in ordered.read_rows(state.storage, table_id, tablet, begin, end):
-        remaining -= row_data_weight(row, names, weighers)
+        remaining -= row_data_weight(row, names, weighers) + extra
         position += 1
         if remaining <= 0:
             break
@@ -278,9 +301,20 @@ def advance(
     client_side: bool,
     tx: Transaction | None,
 ) -> None:
-    """``advance_consumer``: optional compare-and-set on ``old_offset`` (error 3100), then an upsert."""
+    """``advance_consumer``: optional compare-and-set on ``old_offset`` (error 3100), then an upsert.
+
+    Server-side (``client_side=%false``, ``TNativeTransaction::AdvanceConsumer``) first resolves the queue ("Failed
+    to resolve queue path") and writes its resolved path (a link's target); no registration is required. The
+    client-side form writes the queue path as given.
+    """
     consumer_path = state.local_path(consumer)
     queue_path = normalize(queue)
+    if not client_side and (queue.cluster or state.cluster_name) == state.cluster_name:
+        with state.lock:
+            try:
+                queue_path = state.cypress.resolve_table(queue_path).path
+            except YtError as exc:
+                raise YtError("Failed to resolve queue path", inner_errors=[exc]) from None
     if new_offset < 0:
         raise YtError(f"Queue consumer offset {new_offset} cannot be negative", attributes={"offset": new_offset})
     if partition_index < 0:
@@ -289,8 +323,6 @@ def advance(
     def apply(target: Transaction) -> None:
         node = state.dynamic_table(consumer_path)
         has_meta = consumer_schema_kind(node)
-        if not client_side:
-            check_registered(state, queue_path, consumer_path, None)
         snapshot = tx if tx is not None else target
         if old_offset is not None:
             key = _consumer_key(state, queue, queue_path, partition_index)
@@ -336,10 +368,32 @@ def normalize(queue: RichPath) -> str:
 
 
 def _consumer_meta(state: State, queue: RichPath, queue_path: str, partition_index: int, offset: int) -> Any:
-    """``{offset_timestamp, cumulative_data_weight}`` of the rows at ``offset`` / ``offset - 1`` (when known)."""
-    meta: dict[bytes, Any] = {}
+    """``{offset_timestamp, cumulative_data_weight}`` of the rows at ``offset`` / ``offset - 1`` (each when the
+    row and its column exist), or null when the queue is unknown here or neither row exists
+    (``TGenericConsumerClient::GetConsumerMeta``)."""
     if queue.cluster not in (None, state.cluster_name):
-        return meta
+        return None
+    node = _find_table(state, queue_path)
+    if node is None or node.table is None or not node.table.ordered or not node.table.dynamic:
+        return None
+    if partition_index >= len(node.table.tablets):
+        return None
+    schema = node.table.schema
+    tablet = node.table.tablets[partition_index]
+    first = max(offset - 1, tablet.trimmed_row_count, 0)
+    rows = {
+        int(row[b"$row_index"]): row
+        for row in ordered.read_rows(state.storage, node.id, tablet.index, first, offset + 1)
+        if int(row[b"$row_index"]) >= first
+    }
+    if not rows:
+        return None
+    meta: dict[bytes, Any] = {}
+    if schema.has_timestamp and offset in rows:
+        meta[b"offset_timestamp"] = rows[offset].get(b"$timestamp")
+    if schema.has_cumulative_data_weight and offset - 1 in rows:
+        meta[b"cumulative_data_weight"] = rows[offset - 1].get(b"$cumulative_data_weight")
+    return meta
     node = state.cypress.find(queue_path)
     if node is None or node.table is None or not node.table.ordered or not node.table.dynamic:
         return meta

@@ -16,7 +16,13 @@ import yt.yson as yson
 
 from spyt_queue.local import ids, ordered, sorted_tables
 from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value, parse_commit_ordering
-from spyt_queue.local.errors import INVALID_TABLET_STATE, TABLET_NOT_MOUNTED, TOO_MANY_ROWS_IN_TRANSACTION, YtError
+from spyt_queue.local.errors import (
+    INVALID_TABLET_STATE,
+    NO_SUCH_TABLET,
+    TABLET_NOT_MOUNTED,
+    TOO_MANY_ROWS_IN_TRANSACTION,
+    YtError,
+)
 from spyt_queue.local.schema import (
     CONSUMER_SCHEMA,
     PRODUCER_SCHEMA,
@@ -246,6 +252,35 @@ class State:
                     ordered.persist_tablet(conn, node.id, tablet)
             return node.id
 
+    def link(
+        self,
+        target_path: str,
+        link_path: str,
+        recursive: bool,
+        ignore_existing: bool,
+        force: bool,
+        attributes: dict[str, Any],
+    ) -> str:
+        """``link``: a symbolic link node at ``link_path`` to an existing ``target_path``."""
+        with self.lock:
+            target = self.cypress.resolve(target_path)
+            if link_path.rstrip("&") == target.path:
+                raise YtError(f"Cannot create a link {link_path} to itself")
+            with self.storage.transaction() as conn:
+                node, created = self.cypress.create(
+                    conn,
+                    "link",
+                    link_path,
+                    recursive=recursive,
+                    ignore_existing=ignore_existing,
+                    force=force,
+                    attributes={str(k): v for k, v in attributes.items()},
+                )
+                if created:
+                    node.sys["target_path"] = normalize_path(target_path)
+                    self.cypress.persist(conn, node)
+                return node.id
+
     def get(self, path: str, attributes: list[str] | None) -> Any:
         """``get``."""
         with self.lock:
@@ -304,7 +339,7 @@ class State:
         with self.lock:
             _, attribute = split_path(path)
             try:
-                node = self.cypress.resolve(path)
+                node = self.cypress.resolve(path, follow_last=False)  # removing a link removes the link
             except YtError as exc:
                 if force and exc.code == 500:
                     return
@@ -637,7 +672,9 @@ class State:
         assert table is not None
         if index < 0 or index >= len(table.tablets):
             raise YtError(
-                f"Invalid tablet index: expected in range [0,{len(table.tablets) - 1}], got {index}",
+                f"Invalid tablet index for table {node.path}: expected in range [0,{len(table.tablets) - 1}], "
+                f"got {index}",
+                code=NO_SUCH_TABLET,
                 attributes={"path": node.path},
             )
         return table.tablets[index]
@@ -657,8 +694,8 @@ class State:
                     f"Cannot trim tablet {tablet.tablet_id} at row {trimmed_row_count} since it only "
                     f"has {tablet.total_row_count} row(s)"
                 )
-            if trimmed_row_count < 0:
-                raise YtError(f"Invalid trimmed row count {trimmed_row_count}")
+            if trimmed_row_count <= tablet.trimmed_row_count:
+                return  # a count at or below the trimmed one (negative too) changes nothing, as in YTsaurus
             with self.storage.transaction() as conn:
                 try:
                     ordered.trim(conn, node.id, tablet, trimmed_row_count)
