@@ -50,6 +50,8 @@ class Format:
         """The HTTP Content-Type of a body in this format."""
         if self.name == "json":
             return "application/json"
+        if self.name == "schemaful_dsv":
+            return "text/tab-separated-values"
         return YSON_CONTENT_TYPES.get(self.yson_format, "application/x-yt-yson-binary")
 
     @property
@@ -73,6 +75,13 @@ def parse_format(spec: Any, what: str = "format") -> Format:
         raise YtError(f"Error parsing {what}: expected a string, got {type(name).__name__}")
     name = str.__str__(name)
     attributes = {_to_str(k): v for k, v in attributes.items()}
+    if what == "output_format" and name not in (*SUPPORTED_FORMATS, "schemaful_dsv", "web_json"):
+        # CreateSchemafulWriterForFormat / CreateConsumerForFormat (yt/yt/library/formats/format.cpp): arrow, skiff,
+        # protobuf, dsv, yamr... are static-table (read_table) formats only.
+        raise YtError(f'Unsupported output format "{name}"', attributes={"format": name})
+    if name == "schemaful_dsv" and what == "output_format":
+        _schemaful_dsv_config(attributes)
+        return Format(name, attributes)
     if name not in SUPPORTED_FORMATS:
         raise YtError(
             f"Format {name!r} is not supported by the local server (supported: yson, json)", attributes={"format": name}
@@ -161,6 +170,8 @@ def _json_key(key: Any, encode_utf8: bool) -> str:
 
 def encode_structured(value: Any, fmt: Format) -> bytes:
     """A structured command result in ``fmt``."""
+    if fmt.name == "schemaful_dsv":
+        raise YtError('Unsupported output format "schemaful_dsv"', attributes={"format": fmt.name})
     if fmt.name == "json":
         return json.dumps(to_json(value, fmt.encode_utf8), ensure_ascii=False).encode("utf-8")
     return yson.dumps(value, yson_format=fmt.yson_format)
@@ -239,9 +250,11 @@ def _json_input_value(value: Any, encode_utf8: bool, as_bytes: bool) -> Any:
 
 
 def dumps_rows(rows: list[Any], fmt: Format) -> bytes:
-    """Rows in ``fmt``: a YSON list fragment or JSON lines."""
+    """Rows in ``fmt``: a YSON list fragment, JSON lines or schemaful DSV lines."""
     if not rows:
         return b""
+    if fmt.name == "schemaful_dsv":
+        return _schemaful_dsv(rows, fmt)
     if fmt.name == "yson":
         if _bindings is not None and fmt.yson_format == "binary":
             return _bindings.dumps(rows, yson_type="list_fragment", yson_format="binary")
@@ -281,3 +294,158 @@ def encode_row_stream(rows: Iterable[Any], fmt: Format, batch: int = 2048) -> It
             buffer = []
     if buffer:
         yield dumps_rows(buffer, fmt)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Schemaful DSV (yt/yt/library/formats/schemaful_dsv_writer.cpp, TSchemafulDsvFormatConfig)
+
+
+@dataclass(frozen=True)
+class _DsvConfig:
+    columns: tuple[bytes, ...] | None
+    record_separator: bytes
+    field_separator: bytes
+    escaping: bool
+    escaping_symbol: bytes
+    missing_value_mode: str
+    missing_value_sentinel: bytes
+    header: bool
+
+
+def _dsv_char(attributes: dict[str, Any], name: str, default: str) -> bytes:
+    value = attributes.get(name, default)
+    raw = value if isinstance(value, bytes) else str(value).encode("utf-8")
+    if len(raw) != 1:
+        raise YtError(f'Error parsing schemaful DSV format: "{name}" must be one character', code=2)
+    return raw
+
+
+def _schemaful_dsv_config(attributes: dict[str, Any]) -> _DsvConfig:
+    """The writer config with YTsaurus's defaults (``\\n``, ``\\t``, escaping on with ``\\``, missing values
+    fail); duplicate columns are refused as the config postprocessor refuses them."""
+    columns = attributes.get("columns")
+    names: tuple[bytes, ...] | None = None
+    if columns is not None:
+        names = tuple(c if isinstance(c, bytes) else str(c).encode("utf-8") for c in columns)
+        seen: set[bytes] = set()
+        for name in names:
+            if name in seen:
+                raise YtError(
+                    f'Duplicate column name "{name.decode("utf-8", "replace")}" in schemaful DSV configuration'
+                )
+            seen.add(name)
+    mode = attributes.get("missing_value_mode", "fail")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("fail", "skip_row", "print_sentinel"):
+        raise YtError(f'Error parsing EMissingSchemafulDsvValueMode value "{mode}"')
+    sentinel = attributes.get("missing_value_sentinel", "")
+    return _DsvConfig(
+        names,
+        _dsv_char(attributes, "record_separator", "\n"),
+        _dsv_char(attributes, "field_separator", "\t"),
+        bool(attributes.get("enable_escaping", True)),
+        _dsv_char(attributes, "escaping_symbol", "\\"),
+        mode,
+        sentinel if isinstance(sentinel, bytes) else str(sentinel).encode("utf-8"),
+        bool(attributes.get("enable_column_names_header", False)),
+    )
+
+
+# EscapeForward of escape.h: the escaped byte is written after the escaping symbol as itself, except these.
+_ESCAPE_FORWARD = {0: b"0", 9: b"t", 10: b"n", 13: b"r"}
+
+
+def _dsv_escape(value: bytes, config: _DsvConfig) -> bytes:
+    """``EscapeAndWrite`` with the table of ``ConfigureEscapeTable``: only the record separator, the field separator
+    and the escaping symbol are escaped (``\\r`` and NUL pass through unless one of them is a separator)."""
+    stops = {config.record_separator[0], config.field_separator[0]}
+    if not config.escaping:
+        return value
+    stops.add(config.escaping_symbol[0])
+    if not any(b in stops for b in value):
+        return value
+    out = bytearray()
+    for byte in value:
+        if byte in stops:
+            out += config.escaping_symbol + _ESCAPE_FORWARD.get(byte, bytes((byte,)))
+        else:
+            out.append(byte)
+    return bytes(out)
+
+
+def format_double(value: float) -> bytes:
+    """A double as YTsaurus's ``WriteDouble`` prints it: Arcadia's ``FloatToString`` (shortest round-trip digits,
+    decimal notation for exponents in [-10, 21), else ``d.ddde+XX``), with ``.`` appended when the text has neither
+    a ``.`` nor an ``e`` (``42.``, ``inf.``, ``nan.``)."""
+    import decimal
+
+    if value != value:
+        text = "nan"
+    elif value in (float("inf"), float("-inf")):
+        text = "inf" if value > 0 else "-inf"
+    elif value == 0:
+        text = "-0" if str(value).startswith("-") else "0"
+    else:
+        sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
+        text_digits = "".join(map(str, digits))
+        point = len(text_digits) + int(exponent)  # decimal point position from the left
+        scientific = point - 1
+        if -10 <= scientific < 21:
+            if point <= 0:
+                body = "0." + "0" * (-point) + text_digits
+            elif point >= len(text_digits):
+                body = text_digits + "0" * (point - len(text_digits))
+            else:
+                body = text_digits[:point] + "." + text_digits[point:]
+        else:
+            mantissa = text_digits[0] + ("." + text_digits[1:] if len(text_digits) > 1 else "")
+            body = f"{mantissa}e{'+' if scientific >= 0 else '-'}{abs(scientific)}"
+        text = ("-" if sign else "") + body
+    if "." not in text and "e" not in text:
+        text += "."
+    return text.encode("ascii")
+
+
+def _dsv_value(value: Any, column: bytes, config: _DsvConfig) -> bytes:
+    if isinstance(value, bool) or isinstance(value, yson.YsonBoolean):
+        return b"true" if value else b"false"
+    if isinstance(value, int):
+        return str(int(value)).encode("ascii")
+    if isinstance(value, float):
+        return format_double(float(value))
+    if isinstance(value, bytes):
+        return _dsv_escape(value, config)
+    if isinstance(value, str):
+        return _dsv_escape(value.encode("utf-8"), config)
+    kind = "composite" if isinstance(value, (list, dict)) else "any"
+    raise YtError(
+        f'Values of type "{kind}" are not supported by the chosen format',
+        code=315,  # NTableClient::EErrorCode::FormatCannotRepresentRow
+        attributes={"column": column.decode("utf-8", "replace")},
+    )
+
+
+def _schemaful_dsv(rows: list[Any], fmt: Format) -> bytes:
+    """``TSchemafulWriterForSchemafulDsv``: the ``columns`` in their order (all columns of the row when absent),
+    nulls and missing columns per ``missing_value_mode`` (``fail``: error, ``skip_row``, ``print_sentinel``)."""
+    config = _schemaful_dsv_config(fmt.attributes)
+    out = bytearray()
+    columns = config.columns
+    for row in rows:
+        names = columns if columns is not None else tuple(k if isinstance(k, bytes) else k.encode() for k in row)
+        values = [row.get(name, row.get(name.decode("utf-8", "replace"))) for name in names]
+        missing = next((i for i, v in enumerate(values) if v is None or isinstance(v, yson.YsonEntity)), None)
+        if missing is not None:
+            if config.missing_value_mode == "skip_row":
+                continue
+            if config.missing_value_mode == "fail":
+                name = names[missing].decode("utf-8", "replace")
+                raise YtError(f'Column "{name}" is in schema but missing')
+        fields = [
+            config.missing_value_sentinel
+            if v is None or isinstance(v, yson.YsonEntity)
+            else _dsv_value(v, names[i], config)
+            for i, v in enumerate(values)
+        ]
+        out += config.field_separator.join(fields) + config.record_separator
+    return bytes(out)
