@@ -55,7 +55,18 @@ def parse_rich_path(value: Any, what: str = "path") -> RichPath:
             text = rest
     if not text.startswith(("/", "#")):
         raise YtError(f"Error parsing YPath {text!r}: path does not start with a valid root-designator")
-    return RichPath(text, attributes)
+    return RichPath(_without_selectors(text), attributes)
+
+
+def _without_selectors(text: str) -> str:
+    """The path without a trailing column selector ``{a,b}`` and row ranges ``[#10:#100]`` (which the commands
+    served here do not use; YTsaurus parses them into the ``columns``/``ranges`` attributes)."""
+    for opening, closing in (("[", "]"), ("{", "}")):
+        if text.endswith(closing):
+            start = text.rfind(opening)
+            if start > 0 and text[start - 1] != "\\":
+                text = text[:start]
+    return text
 
 
 def _attributes_end(text: str) -> int:

@@ -130,6 +130,8 @@ def _cluster_path(path: Any) -> Any:
     """``primary://tmp/x`` names this cluster in YTsaurus's tests: give it this cluster's name."""
     if isinstance(path, str) and path.startswith(PRIMARY + ":"):
         return _BOUND.cluster + path[len(PRIMARY) :]
+    if isinstance(path, str) and path.startswith("<") and f">{PRIMARY}:/" in path:
+        return path.replace(f">{PRIMARY}:/", f">{_BOUND.cluster}:/", 1)
     return path
 
 
@@ -275,10 +277,19 @@ def unregister_queue_consumer(queue_path: str, consumer_path: str) -> None:
 
 
 def list_queue_consumer_registrations(queue_path: str | None = None, consumer_path: str | None = None) -> Any:
-    """``list_queue_consumer_registrations``."""
-    return execute_command(
-        "list_queue_consumer_registrations", {"queue_path": queue_path, "consumer_path": consumer_path}
+    """``list_queue_consumer_registrations``, of this test's objects only (a YTsaurus test starts on an empty
+    cluster; the shared server also holds other tests' registrations)."""
+    params = {"queue_path": queue_path, "consumer_path": consumer_path}
+    listed = make_formatted_request(
+        "list_queue_consumer_registrations",
+        {k: _map(_cluster_path(v)) for k, v in params.items() if v is not None},
+        format=None,
+        client=_BOUND.client,
     )
+    mine = _BOUND.root + "/"
+    return [
+        _unmap(r) for r in listed if str(r["queue_path"]).startswith(mine) or str(r["consumer_path"]).startswith(mine)
+    ]
 
 
 def pull_queue(queue_path: str, offset: int, partition_index: int, **kwargs: Any) -> list[dict[str, Any]]:
