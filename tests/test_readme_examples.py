@@ -1,96 +1,95 @@
-"""The README's examples, extracted from README.md and run for real, as written.
+"""The README, followed as a reader follows it: every code block, top to bottom, from a fresh environment.
 
-Every fenced code block of README.md is either run here or listed in ``NOT_EXTRACTED`` with the reason; a new block
-fails ``test_every_code_block_is_run_or_listed`` until it gets one or the other. A block changed into something that
-does not run fails its test: nothing below rewrites the code, apart from this one mapping of the README's
-placeholder values to the servers of the test session (one plain text substitution, longest placeholder first):
+Every ```python and ```bash/```sh block of README.md runs in ``test_readme_examples_in_order``, in the order of the
+file, unless ``NOT_RUN`` lists it with the reason. Output samples are fenced as ```text; a fence without a language,
+or with one this test does not know, fails ``test_every_code_block_is_run_or_listed``. Nothing of the README is
+rewritten except the addresses of servers, by one plain text substitution (longest value first):
 
-=====================  =====================================================================================
-README value           what the test uses
-=====================  =====================================================================================
-``localhost:8000``     the session's embedded YT server (fixtures ``local_yt`` / ``yt_proxy``)
-``//home/me/``         a fresh Cypress directory of this module, ``//tmp/readme-<random>/``
-``localhost:9092``     the session's Kafka broker (fixture ``kafka_bootstrap``)
-``zk1:2181,zk2:2181``  the session's ZooKeeper (fixture ``zookeeper``; one host instead of two)
-``/chk``               a fresh checkpoint directory
-``--port 8000``        ``--port 0`` (any free port) for the one ``ytqueue local`` the test starts itself
-``hbase-thrift:9090``  the session's HBase Thrift1 gateway (fixture ``hbase``; HBase test only)
-=====================  =====================================================================================
+=================================  ==================================================================================
+README value                       what the test uses
+=================================  ==================================================================================
+``localhost:8000``, ``--port 8000``  a free port P (``localhost:P``, ``--port P``): the README's own ``ytqueue local``
+                                   listens there (port 8000 may be taken on a shared machine)
+``localhost:9092``                 the session's Kafka broker (fixture ``kafka_bootstrap``)
+``zk1:2181,zk2:2181``              the session's ZooKeeper (fixture ``zookeeper``; one host instead of two)
+``hbase-thrift:9090``              the session's HBase Thrift1 gateway (fixture ``hbase``)
+``kudu-master:7051``               the session's Kudu master (fixture ``kudu``)
+=================================  ==================================================================================
 
-How the blocks run:
+The reader:
 
-* The ```bash block of "Command line": line by line, in the order written, each ``ytqueue`` command through a
-  subprocess of the virtual environment's ``ytqueue`` with ``export``ed variables applied (``YT_PROXY``).
-  ``ytqueue local`` is started in an empty directory, checked (it answers, ``./ytqueue-data`` appears) and stopped;
-  every later command talks to the session's server. The commands run before any Python example, which reads what
-  they create; the Kafka topic ``events`` is created by the test first (the README gives no command for topics).
-* A ```python block runs with ``exec`` in a namespace holding the session's ``spark``; a stream it defines (its
-  ``df``, or the value of its last expression) is run to the end of the available data with a memory sink and
-  ``Trigger.AvailableNow``; a query it starts is run with ``processAllAvailable()`` and stopped. Each test then
-  checks that the rows it produced arrived and that progress was committed where the README says.
-* The HBase block is self-contained: it reads the Kafka topic ``events`` from the earliest offset into the HBase
-  table ``events`` (created by the block's ``create_table``), with its offsets in the HBase table ``spyt_offsets``.
-  The test produces records with set timestamps into the topic (which may already hold the Kafka block's records),
-  then checks that every record of the topic became row ``<partition>|<offset>`` with its cells at the record's
-  timestamp, and that ``spyt_offsets`` holds the topic's end offsets.
+* works in a fresh empty directory, with the virtual environment activated (its ``bin`` first on ``PATH``);
+* runs shell blocks line by line with ``bash`` in that directory; ``export``ed variables stay for the following lines
+  and blocks. A line ending in ``&`` is started in the background, and the reader waits for its first line of output
+  (``ytqueue local`` printing its address) before going on; it is interrupted (SIGINT) at the end;
+* runs Python blocks in one fresh Python process (``tests/readme_session.py``), started at the first Python block
+  with the shell's environment of that moment: the README itself creates the SparkSession and the checkpoint folder;
+* after each Python block does what a reader does to see it work: the queries it started run until the data
+  available is processed (``processAllAvailable()``) and are stopped; a block that starts none has the streams it
+  defines run into a memory table with ``Trigger.AvailableNow``.
+
+The test plays the world around the reader: it puts rows into the queues and records into the Kafka topic before
+each example that reads them (and creates the topic ``events``, 2 partitions: the README gives no command for Kafka
+topics), and checks after each block that its rows arrived and progress was committed where the README says.
+
+The "Command line" block is the summary of the commands and is not run in its place (a reader who followed the
+examples already has the server and the tables; running it again would start a second server on the same port and
+fail on existing tables). ``test_command_line_summary_is_what_the_examples_run`` checks that each of its lines is a
+line of a block run before it, one of the ``status`` lines the checks run, or ``ytqueue demo`` (tests/test_demo.py).
 """
 
 from __future__ import annotations
 
-import ast
+import json
 import os
+import queue as queues
 import re
 import shlex
+import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-YTQUEUE = Path(sys.executable).with_name("ytqueue")
+SESSION = Path(__file__).with_name("readme_session.py")
+VENV_BIN = Path(sys.executable).parent
 
-# (section heading, language) of every block that is run below.
-RUN = {
-    ("Reading a queue", "python"),
-    ("Where offsets are kept: `offsets.store`", "python"),
-    ("Reading and writing Kafka", "python"),
-    ("Writing to YTsaurus", "python"),
-    ('Writing to HBase: `format("spyt_hbase")`', "python"),
-    ("Command line", "bash"),
-}
-# (section heading, language) -> why the block is not extracted.
-NOT_EXTRACTED = {
+PYTHON_LANGS = {"python", "py", "python3"}
+SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh"}
+NOT_CODE_LANGS = {"text", "json", "yaml", "toml", "ini", "csv", "diff"}
+
+# (section heading, language) of the blocks that are not run, with the reason.
+NOT_RUN = {
     ("Set-up: two commands on a fresh machine", "bash"): (
         "`make demo` / `make test` build .venv and run the demo and the whole suite (this test among them): "
         "tests/test_demo.py runs the demo, tests/packaging/ a fresh install"
     ),
-    ("What a failed write leaves behind", ""): "an error message shown as output, not code",
-    ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
+    ("Command line", "bash"): (
+        "the summary of the commands the examples above ran (it would start a second server and create existing "
+        "tables); test_command_line_summary_is_what_the_examples_run checks it line by line"
+    ),
     ("Reliability: the chaos suite", "bash"): "the long chaos run takes an hour; tests/chaos/ runs the short one",
-    ("Transactional exactly-once: rows and consumer advance in one transaction", "python"): (
-        "shares //home/me/consumer with the block of 'Writing to YTsaurus' (two queries on one consumer conflict); "
-        "tests/spark/test_transactional.py runs the same filter pipeline, replayed and SIGKILLed"
-    ),
-    ("Bad records: stop, or divert to a dead-letter target", "python"): (
-        "needs bad rows and a Kafka broker named broker:9092; tests/spark/test_dead_letter.py runs each source and "
-        "sink with a dead-letter table or topic"
-    ),
-    ('Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "python"): (
-        "needs a queue of user rows the README does not create; tests/spark/test_kudu_stream.py runs the same "
-        "pipeline (history planner, offsets in kudu://, create_table) from a ytqueue source and from Kafka"
-    ),
+    ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
 }
-# Lines of the "Command line" block that are not run, with the reason.
-CLI_LINES_NOT_RUN = {
+# Lines of the "Command line" summary that no block runs, with the reason.
+SUMMARY_LINES_NOT_RUN = {
     "ytqueue demo": "the demo runs for about a minute; tests/test_demo.py runs it and checks its report",
 }
+# Lines of the "Command line" summary that the checks below run (by the fragment that identifies them).
+SUMMARY_LINES_RUN_BY_CHECKS = ("status --queue", "status --bootstrap-servers")
+
+PYTHON_BLOCK_TIMEOUT = 420.0  # seconds for one block with its queries, on a busy 2-core machine
 
 
 # -- extracting the blocks -------------------------------------------------------------------------------------
@@ -104,6 +103,19 @@ class Block:
     lang: str
     code: str
     line: int
+
+    @property
+    def kind(self) -> str | None:
+        """``python``, ``shell``, or None for a block that is not code (output samples, data)."""
+        if self.lang in PYTHON_LANGS:
+            return "python"
+        if self.lang in SHELL_LANGS:
+            return "shell"
+        return None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.heading, self.lang)
 
 
 def readme_blocks() -> list[Block]:
@@ -125,117 +137,209 @@ def readme_blocks() -> list[Block]:
     return blocks
 
 
-def block(heading: str, lang: str) -> Block:
-    """The one block of ``lang`` under ``heading``."""
-    found = [b for b in readme_blocks() if (b.heading, b.lang) == (heading, lang)]
-    assert len(found) == 1, f"README.md: expected one ```{lang} block under {heading!r}, found {len(found)}"
-    return found[0]
+def blocks_to_run() -> list[Block]:
+    """The code blocks of README.md that the reader runs, in order."""
+    return [b for b in readme_blocks() if b.kind is not None and b.key not in NOT_RUN]
+
+
+def command_words(line: str) -> list[str]:
+    """A shell line's words without comments and without a trailing ``&``."""
+    words = shlex.split(line, comments=True)
+    return words[:-1] if words and words[-1] == "&" else words
+
+
+def summary_line(fragment: str) -> str:
+    """The line of the "Command line" summary holding ``fragment``."""
+    (summary,) = [b for b in readme_blocks() if b.key == ("Command line", "bash")]
+    lines = [line for line in summary.code.splitlines() if fragment in line]
+    assert len(lines) == 1, f"expected one line with {fragment!r} in README's Command line block: {lines}"
+    return lines[0]
 
 
 class Placeholders:
-    """The README's placeholder values and what they stand for in this test session (see the module docstring)."""
+    """The README's server addresses and the servers of this test (see the module docstring)."""
 
-    def __init__(self, proxy: str, kafka: str, zookeeper: str, checkpoint_dir: Path) -> None:
-        self.root = f"//tmp/readme-{uuid.uuid4().hex[:8]}/"
-        self.checkpoint_dir = checkpoint_dir
-        self.mapping = {
-            "localhost:8000": proxy,
-            "//home/me/": self.root,
-            "localhost:9092": kafka,
-            "zk1:2181,zk2:2181": zookeeper,
-            "/chk": str(checkpoint_dir / "chk"),
-            "--port 8000": "--port 0",
-        }
-        keys = sorted(self.mapping, key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(k) for k in keys))
-
-    def add(self, placeholder: str, value: str) -> None:
-        """One more placeholder, for a server only one test starts."""
-        self.mapping[placeholder] = value
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = dict(mapping)
         keys = sorted(self.mapping, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(k) for k in keys))
 
     def __call__(self, text: str) -> str:
-        """``text`` with every placeholder replaced, in one pass."""
+        """``text`` with every server address replaced, in one pass."""
         return self._pattern.sub(lambda m: self.mapping[m.group(0)], text)
 
-    def path(self, readme_path: str) -> str:
-        """The session path standing for a README path such as ``//home/me/queue``."""
-        return self(readme_path)
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
-# -- running the command line block ----------------------------------------------------------------------------
+# -- the reader ------------------------------------------------------------------------------------------------
 
 
 @dataclass
-class CliRun:
-    """One line of the command line block as run: the line, the substituted arguments, the result."""
+class Background:
+    """A command the reader started with ``&``: the process and everything it printed so far."""
 
     line: str
-    args: list[str]
-    returncode: int
-    stdout: str
-    stderr: str
+    process: subprocess.Popen
+    output: list[str] = field(default_factory=list)
 
 
-def run_cli_line(line: str, places: Placeholders, env: dict[str, str]) -> CliRun:
-    """Run one ``ytqueue ...`` line of the README (after substitution) with the venv's ``ytqueue``."""
-    words = shlex.split(places(line), comments=True)
-    assert words[0] == "ytqueue", line
-    done = subprocess.run(
-        [str(YTQUEUE), *words[1:]], capture_output=True, text=True, timeout=60, env=env, cwd=places.checkpoint_dir
-    )
-    return CliRun(line, words, done.returncode, done.stdout, done.stderr)
+class Reader:
+    """Someone following the README in a fresh directory: a shell (its environment) and one Python session."""
 
+    def __init__(self, workdir: Path, places: Placeholders) -> None:
+        self.workdir = workdir
+        workdir.mkdir(parents=True)
+        self.places = places
+        self.env = dict(os.environ, COLUMNS="200", PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+        self.env.pop("YT_PROXY", None)  # only the README's own `export` sets it
+        self.env.pop("YT_TOKEN", None)
+        self.background: list[Background] = []
+        self.python: subprocess.Popen | None = None
+        self._replies: queues.Queue[str | None] = queues.Queue()
+        self.python_log = workdir.parent / "python-session.log"
 
-def run_local_line(line: str, places: Placeholders, workdir: Path) -> CliRun:
-    """Start ``ytqueue local`` as written (on a free port) in an empty directory, check it serves, stop it."""
-    from tests.conftest import make_client
+    # shell ---------------------------------------------------------------------------------------------------
 
-    words = shlex.split(places(line), comments=True)
-    env = dict(os.environ, COLUMNS="200")
-    env.pop("YT_PROXY", None)
-    process = subprocess.Popen(
-        [str(YTQUEUE), *words[1:]], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline()  # "ytqueue local server: proxy=127.0.0.1:PORT data_dir=..."
-        match = re.search(r"proxy=(\S+)", first)
-        assert match, f"`{line}` printed {first!r}"
-        assert make_client(match.group(1)).exists("/"), f"`{line}`: the server does not answer"
-        # The comment's promise: the data lands in ./ytqueue-data unless --data-dir says otherwise.
-        if "--data-dir" not in words:
-            assert (workdir / "ytqueue-data").is_dir(), f"`{line}` did not keep its data in ./ytqueue-data"
-    finally:
-        process.send_signal(signal.SIGINT)  # "until interrupted"
-        try:
-            rest, _ = process.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            rest, _ = process.communicate()
-    return CliRun(line, words, 0, first + (rest or ""), "")
-
-
-def run_cli_block(places: Placeholders, workdir: Path) -> list[CliRun]:
-    """Every line of the "Command line" block, in order (``export`` applied, listed lines not run)."""
-    env = dict(os.environ, COLUMNS="200")
-    env.pop("YT_PROXY", None)  # only the block's own `export` sets it
-    runs = []
-    for line in block("Command line", "bash").code.splitlines():
-        words = shlex.split(line, comments=True)
-        if not words or " ".join(words) in CLI_LINES_NOT_RUN:
-            continue
+    def shell(self, line: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        """Run one shell line (addresses substituted) in the reader's directory and environment; it must succeed."""
+        command = self.places(line)
+        words = shlex.split(command, comments=True)
+        if not words:
+            return subprocess.CompletedProcess(line, 0, "", "")
         if words[0] == "export":
-            for assignment in shlex.split(places(line), comments=True)[1:]:
+            for assignment in words[1:]:
                 name, _, value = assignment.partition("=")
-                env[name] = value
-            continue
-        if words[:2] == ["ytqueue", "local"]:
-            runs.append(run_local_line(line, places, workdir))
-        else:
-            runs.append(run_cli_line(line, places, env))
-    return runs
+                self.env[name] = value
+            return subprocess.CompletedProcess(line, 0, "", "")
+        if words[-1] == "&":
+            self._start_background(line, words[:-1])
+            return subprocess.CompletedProcess(line, 0, "", "")
+        done = subprocess.run(
+            ["bash", "-c", command], cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        assert done.returncode == 0, f"`{line}` failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+        return done
+
+    def _start_background(self, line: str, argv: list[str]) -> None:
+        executable = shutil.which(argv[0], path=self.env["PATH"])
+        assert executable, f"`{line}`: {argv[0]} is not on PATH"
+        process = subprocess.Popen(
+            [executable, *argv[1:]],
+            cwd=self.workdir,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        job = Background(line, process)
+        self.background.append(job)
+        first = threading.Event()
+
+        def drain() -> None:
+            assert process.stdout is not None
+            for out in process.stdout:
+                job.output.append(out)
+                first.set()
+            first.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        first.wait(60)
+        assert job.output, f"`{line}` printed nothing within 60 s (exit status {process.poll()})"
+        assert process.poll() is None, f"`{line}` exited ({process.returncode}):\n{''.join(job.output)}"
+
+    # python --------------------------------------------------------------------------------------------------
+
+    def run_python(self, block: Block) -> dict[str, Any]:
+        """Run a Python block in the reader's Python session; the session's reply (see tests/readme_session.py)."""
+        if self.python is None:
+            self.python = subprocess.Popen(
+                [sys.executable, str(SESSION)],
+                cwd=self.workdir,
+                env=dict(self.env),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.python_log.open("w"),
+                text=True,
+            )
+
+            def replies(stream: Any) -> None:
+                for reply in stream:
+                    self._replies.put(reply)
+                self._replies.put(None)
+
+            threading.Thread(target=replies, args=(self.python.stdout,), daemon=True).start()
+        assert self.python.stdin is not None
+        code = self.places(block.code)
+        request = {"code": code, "filename": f"README.md:{block.line}", "timeout": PYTHON_BLOCK_TIMEOUT}
+        self.python.stdin.write(json.dumps(request) + "\n")
+        self.python.stdin.flush()
+        try:
+            line = self._replies.get(timeout=PYTHON_BLOCK_TIMEOUT + 120)
+        except queues.Empty:
+            pytest.fail(f"README.md:{block.line} ({block.heading}) did not finish; log:\n{self.log_tail()}")
+        assert line is not None, f"the Python session ended at README.md:{block.line}; log:\n{self.log_tail()}"
+        reply = json.loads(line)
+        assert reply["ok"], f"README.md:{block.line} ({block.heading}) failed:\n{reply['error']}"
+        for query in reply["queries"]:
+            assert query["exception"] is None, f"README.md:{block.line}: query failed: {query['exception']}"
+        return reply
+
+    def log_tail(self, lines: int = 60) -> str:
+        if not self.python_log.exists():
+            return ""
+        return "\n".join(self.python_log.read_text(errors="replace").splitlines()[-lines:])
+
+    def close(self) -> None:
+        """End the Python session, then interrupt the background commands (as Ctrl-C would)."""
+        if self.python is not None:
+            try:
+                assert self.python.stdin is not None
+                self.python.stdin.write(json.dumps({"exit": True}) + "\n")
+                self.python.stdin.close()
+                self.python.wait(60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.python.kill()
+                self.python.wait()
+        for job in self.background:
+            job.process.send_signal(signal.SIGINT)
+            try:
+                job.process.wait(20)
+            except subprocess.TimeoutExpired:
+                job.process.kill()
+                job.process.wait()
+
+
+# -- the world around the reader -------------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    """The servers, clients and what the test produced, shared by the checks of the blocks."""
+
+    reader: Reader
+    yt_proxy: str
+    kafka: str
+    zookeeper: Any
+    hbase: Any
+    kudu: Any
+    produced: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def yt(self) -> Any:
+        from tests.conftest import make_client
+
+        return make_client(self.yt_proxy)
+
+    def status(self, fragment: str) -> dict[str, list[str]]:
+        """Run the README's ``ytqueue status`` line holding ``fragment``; its table."""
+        return status_table(self.reader.shell(summary_line(fragment)).stdout)
+
+
+# -- helpers of the checks ---------------------------------------------------------------------------------------
 
 
 def status_table(output: str) -> dict[str, list[str]]:
@@ -246,95 +350,6 @@ def status_table(output: str) -> dict[str, list[str]]:
         if len(cells) >= 5 and cells[0] and cells[0] not in ("partition", "total"):
             rows[cells[0]] = cells[1:]
     return rows
-
-
-# -- running a Python block ------------------------------------------------------------------------------------
-
-
-def exec_block(heading: str, places: Placeholders, **names: Any) -> tuple[dict[str, Any], Any]:
-    """Run the python block under ``heading`` (substituted); return its namespace and its last expression's value."""
-    found = block(heading, "python")
-    source = places(found.code)
-    tree = ast.parse(source, filename=f"README.md (block at line {found.line})")
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    namespace: dict[str, Any] = dict(names)
-    filename = f"README.md:{found.line}"
-    exec(compile(ast.Module(body=tree.body, type_ignores=[]), filename, "exec"), namespace)
-    value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace) if last else None
-    return namespace, value
-
-
-def run_stream_available_now(df: Any, name: str) -> list[Any]:
-    """Run a streaming DataFrame into a memory table until the data available at start is processed; its rows."""
-    assert df.isStreaming, "the example should define a streaming DataFrame"
-    query = df.writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
-    try:
-        assert query.awaitTermination(100), f"{name}: the AvailableNow run did not finish"
-    finally:
-        query.stop()
-    assert query.exception() is None, query.exception()
-    return df.sparkSession.table(name).collect()
-
-
-# -- fixtures ----------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def places(yt_proxy: str, kafka_bootstrap: str, zookeeper: Any, tmp_path_factory: pytest.TempPathFactory):
-    """The placeholder mapping of this module's session."""
-    return Placeholders(yt_proxy, kafka_bootstrap, zookeeper.hosts, tmp_path_factory.mktemp("readme"))
-
-
-@pytest.fixture(scope="module")
-def cli_runs(places: Placeholders, kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> list[CliRun]:
-    """The "Command line" block, run once before any Python example (which reads what it creates)."""
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    admin.create_topics([NewTopic("events", 2, 1)])["events"].result(30)  # the README gives no topic command
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        topic = admin.list_topics("events", timeout=10).topics.get("events")
-        if topic is not None and topic.error is None and len(topic.partitions) == 2:
-            break
-        time.sleep(0.2)
-    return run_cli_block(places, tmp_path_factory.mktemp("ytqueue-local"))
-
-
-@pytest.fixture
-def yt_client(yt_proxy: str) -> Any:
-    from tests.conftest import make_client
-
-    return make_client(yt_proxy)
-
-
-def cli_line(cli_runs: list[CliRun], fragment: str) -> str:
-    """The README line of the command line block holding ``fragment``."""
-    lines = [run.line for run in cli_runs if fragment in run.line]
-    assert len(lines) == 1, f"expected one command with {fragment!r} in README's Command line block: {lines}"
-    return lines[0]
-
-
-def rerun(cli_runs: list[CliRun], fragment: str, places: Placeholders) -> CliRun:
-    """Run the README's command line holding ``fragment`` again, with YT_PROXY as the block exports it."""
-    env = dict(os.environ, COLUMNS="200", YT_PROXY=places.mapping["localhost:8000"])
-    result = run_cli_line(cli_line(cli_runs, fragment), places, env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
-
-
-def produce_yt(yt: Any, queue: str, tag: str, per_tablet: int = 3) -> dict[str, tuple[int, int]]:
-    """Insert ``per_tablet`` rows into every tablet of ``queue``; payload -> (tablet, row index)."""
-    tablets = int(yt.get(f"{queue}/@tablet_count"))
-    before = yt.get_tablet_infos(queue, list(range(tablets)))["tablets"]
-    rows, where = [], {}
-    for tablet in range(tablets):
-        for i in range(per_tablet):
-            payload = f"{tag}-{tablet}-{i}"
-            rows.append({"$tablet_index": tablet, "id": len(rows), "payload": payload})
-            where[payload] = (tablet, int(before[tablet]["total_row_count"]) + i)
-    yt.insert_rows(queue, rows)
-    return where
 
 
 def produce_kafka(bootstrap: str, topic: str, values: list[str], timestamps: list[int] | None = None) -> None:
@@ -383,78 +398,71 @@ def tablet_ends(yt: Any, queue: str) -> dict[int, int]:
     return {i: int(t["total_row_count"]) for i, t in enumerate(infos)}
 
 
-# -- the tests ---------------------------------------------------------------------------------------------------
+def produce_yt(yt: Any, queue: str, tag: str, per_tablet: int = 3) -> dict[str, tuple[int, int]]:
+    """Insert ``per_tablet`` rows into every tablet of ``queue``; payload -> (tablet, row index)."""
+    tablets = int(yt.get(f"{queue}/@tablet_count"))
+    before = yt.get_tablet_infos(queue, list(range(tablets)))["tablets"]
+    rows, where = [], {}
+    for tablet in range(tablets):
+        for i in range(per_tablet):
+            payload = f"{tag}-{tablet}-{i}"
+            rows.append({"$tablet_index": tablet, "id": len(rows), "payload": payload})
+            where[payload] = (tablet, int(before[tablet]["total_row_count"]) + i)
+    yt.insert_rows(queue, rows)
+    return where
 
 
-def test_every_code_block_is_run_or_listed() -> None:
-    found = [(b.heading, b.lang) for b in readme_blocks()]
-    assert len(found) == len(set(found)), f"two blocks of one language under one heading: {found}"
-    unknown = [key for key in found if key not in RUN and key not in NOT_EXTRACTED]
-    assert not unknown, f"README code blocks neither run nor listed in NOT_EXTRACTED (with the reason): {unknown}"
-    missing = (RUN | set(NOT_EXTRACTED)) - set(found)
-    assert not missing, f"blocks this test expects are gone from README.md (heading renamed?): {sorted(missing)}"
-    for key in found:
-        if key in RUN:
-            assert key[1] in ("python", "bash"), key
+QUEUE, CONSUMER = "//home/me/queue", "//home/me/consumer"
 
 
-def test_command_line_block(cli_runs: list[CliRun], places: Placeholders, yt_client: Any) -> None:
-    code = block("Command line", "bash").code
-    ran = [run.line for run in cli_runs]
-    for line in code.splitlines():
-        words = shlex.split(line, comments=True)
-        if words and words[0] == "ytqueue" and " ".join(words) not in CLI_LINES_NOT_RUN:
-            assert line in ran, f"not run: {line}"
-    for run in cli_runs:
-        assert run.returncode == 0, f"`{run.line}` failed:\n{run.stdout}{run.stderr}"
-
-    queue, consumer = places.path("//home/me/queue"), places.path("//home/me/consumer")
-    attributes = yt_client.get(queue, attributes=["dynamic", "sorted", "tablet_count", "schema"]).attributes
-    assert attributes["dynamic"] and not attributes["sorted"] and attributes["tablet_count"] == 4
-    assert [c["name"] for c in attributes["schema"] if not c["name"].startswith("$")] == ["id", "payload"]
-    from spyt_queue.yt.admin import consumer_registered
-
-    assert consumer_registered(yt_client, queue, consumer)
-    assert yt_client.exists(places.path("//home/me/producer"))
-    out = yt_client.get(places.path("//home/me/out"), attributes=["sorted", "key_columns"]).attributes
-    assert out["sorted"] and list(out["key_columns"]) == ["src_tablet", "src_row"]
-    log = yt_client.get(places.path("//home/me/log"), attributes=["sorted", "tablet_count"]).attributes
-    assert not log["sorted"] and log["tablet_count"] == 2
-
-    yt_status = next(run for run in cli_runs if "status --queue" in run.line)
-    assert sorted(status_table(yt_status.stdout)) == ["0", "1", "2", "3"], yt_status.stdout
-    kafka_status = next(run for run in cli_runs if "status --bootstrap-servers" in run.line)
-    assert len(status_table(kafka_status.stdout)) == 2, kafka_status.stdout  # the 2 partitions of `events`
-
-
-def test_reading_a_queue(spark: Any, cli_runs: list[CliRun], places: Placeholders, yt_client: Any) -> None:
-    queue = places.path("//home/me/queue")
-    produced = produce_yt(yt_client, queue, "read")
-    namespace, _ = exec_block("Reading a queue", places, spark=spark)
-    rows = run_stream_available_now(namespace["df"], "readme_read")
-    payloads = {row["payload"] for row in rows}
-    assert set(produced) <= payloads, sorted(set(produced) - payloads)
-    # A finished AvailableNow run leaves the consumer at the end: the README's status command shows lag 0.
-    table = status_table(rerun(cli_runs, "status --queue", places).stdout)
-    ends = tablet_ends(yt_client, queue)
+def lag_is_zero(world: World) -> None:
+    """The README's status line for the queue shows every tablet at its end (lag 0)."""
+    table = world.status("status --queue")
+    ends = tablet_ends(world.yt, QUEUE)
     assert {int(p): (int(cells[0]), int(cells[3])) for p, cells in table.items()} == {
         tablet: (end, 0) for tablet, end in ends.items()
     }, table
 
 
-def test_offsets_in_zookeeper(
-    spark: Any, cli_runs: list[CliRun], places: Placeholders, yt_client: Any, zookeeper: Any
-) -> None:
-    queue = places.path("//home/me/queue")
-    produced = produce_yt(yt_client, queue, "zk")
-    _, df = exec_block("Where offsets are kept: `offsets.store`", places, spark=spark)
-    rows = run_stream_available_now(df, "readme_zk")
-    payloads = {row["payload"] for row in rows}
-    assert set(produced) <= payloads, sorted(set(produced) - payloads)
+def log_payloads(world: World) -> list[str]:
+    return [r["payload"] for r in world.yt.select_rows("payload from [//home/me/log]")]
+
+
+def after_server_and_queue(world: World, _: Any) -> None:
+    (server,) = world.reader.background
+    assert "ytqueue local server: proxy=" in server.output[0], server.output
+    # The comment's promise: the data lands in ./ytqueue-data unless --data-dir says otherwise.
+    assert (world.reader.workdir / "ytqueue-data").is_dir(), "`ytqueue local` did not keep its data in ./ytqueue-data"
+    yt = world.yt
+    attributes = yt.get(QUEUE, attributes=["dynamic", "sorted", "tablet_count", "schema"]).attributes
+    assert attributes["dynamic"] and not attributes["sorted"] and attributes["tablet_count"] == 4
+    assert [c["name"] for c in attributes["schema"] if not c["name"].startswith("$")] == ["id", "payload"]
+    from spyt_queue.yt.admin import consumer_registered
+
+    assert consumer_registered(yt, QUEUE, CONSUMER)
+
+
+def before_reading(world: World) -> None:
+    world.produced["read"] = produce_yt(world.yt, QUEUE, "read")
+
+
+def after_reading(world: World, reply: dict) -> None:
+    payloads = {row["payload"] for row in reply["streams"]["df"]}
+    assert set(world.produced["read"]) <= payloads, sorted(set(world.produced["read"]) - payloads)
+    lag_is_zero(world)  # a finished AvailableNow run leaves the consumer at the end
+
+
+def before_zookeeper(world: World) -> None:
+    world.produced["zk"] = produce_yt(world.yt, QUEUE, "zk")
+
+
+def after_zookeeper(world: World, reply: dict) -> None:
+    payloads = {row["payload"] for row in reply["streams"]["_"]}
+    assert set(world.produced["zk"]) <= payloads, sorted(set(world.produced["zk"]) - payloads)
     # Positions are committed below <root>/<group>/offsets/<source id>/<partition>: /spyt/enricher here.
     from kazoo.client import KazooClient
 
-    zk = KazooClient(hosts=zookeeper.hosts)
+    zk = KazooClient(hosts=world.zookeeper.hosts)
     zk.start(timeout=15)
     try:
         (source,) = zk.get_children("/spyt/enricher/offsets")
@@ -465,84 +473,98 @@ def test_offsets_in_zookeeper(
     finally:
         zk.stop()
         zk.close()
-    assert committed == tablet_ends(yt_client, queue)
+    assert committed == tablet_ends(world.yt, QUEUE)
 
 
-def test_reading_kafka(spark: Any, cli_runs: list[CliRun], places: Placeholders, kafka_bootstrap: str) -> None:
-    values = [f"readme-{i}" for i in range(10)]
-    produce_kafka(kafka_bootstrap, "events", values)
-    namespace, _ = exec_block("Reading and writing Kafka", places, spark=spark)
-    rows = run_stream_available_now(namespace["df"], "readme_kafka")
-    assert sorted(bytes(row["value"]).decode() for row in rows) == sorted(values)
+def before_kafka(world: World) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": world.kafka})
+    admin.create_topics([NewTopic("events", 2, 1)])["events"].result(30)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        topic = admin.list_topics("events", timeout=10).topics.get("events")
+        if topic is not None and topic.error is None and len(topic.partitions) == 2:
+            break
+        time.sleep(0.2)
+    world.produced["kafka"] = [f"readme-{i}" for i in range(10)]
+    produce_kafka(world.kafka, "events", world.produced["kafka"])
+
+
+def after_kafka(world: World, reply: dict) -> None:
+    assert sorted(row["value"] for row in reply["streams"]["df"]) == sorted(world.produced["kafka"])
     # Progress is committed to the group: the README's status command shows lag 0 on both partitions.
-    table = status_table(rerun(cli_runs, "status --bootstrap-servers", places).stdout)
+    table = world.status("status --bootstrap-servers")
     assert len(table) == 2 and all(cells[-1] == "0" for cells in table.values()), table
-    assert sum(int(cells[0]) for cells in table.values()) == len(values), table
+    assert sum(int(cells[0]) for cells in table.values()) == len(world.produced["kafka"]), table
 
 
-def test_writing_to_ytsaurus(spark: Any, cli_runs: list[CliRun], places: Placeholders, yt_client: Any) -> None:
-    queue = places.path("//home/me/queue")
-    produced = produce_yt(yt_client, queue, "write")
-    from pyspark.sql.streaming import StreamingQuery
+def after_tables(world: World, _: Any) -> None:
+    yt = world.yt
+    assert yt.exists("//home/me/producer")
+    out = yt.get("//home/me/out", attributes=["sorted", "key_columns"]).attributes
+    assert out["sorted"] and list(out["key_columns"]) == ["src_tablet", "src_row"]
+    log = yt.get("//home/me/log", attributes=["sorted", "tablet_count"]).attributes
+    assert not log["sorted"] and log["tablet_count"] == 2
 
-    before = {q.id for q in spark.streams.active}
-    try:
-        namespace, _ = exec_block("Writing to YTsaurus", places, spark=spark)
-    except BaseException:
-        for leftover in spark.streams.active:  # the block failed after starting its query
-            if leftover.id not in before:
-                leftover.stop()
-        raise
-    (query,) = [v for v in namespace.values() if isinstance(v, StreamingQuery)]
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    assert query.exception() is None, query.exception()
-    out = {
-        r["payload"]: (r["src_tablet"], r["src_row"])
-        for r in yt_client.select_rows(f"* from [{places.path('//home/me/out')}]")
-    }
+
+def before_writing(world: World) -> None:
+    world.produced["write"] = produce_yt(world.yt, QUEUE, "write")
+
+
+def after_writing(world: World, reply: dict) -> None:
+    assert len(reply["queries"]) == 1, reply["queries"]
+    out = {r["payload"]: (r["src_tablet"], r["src_row"]) for r in world.yt.select_rows("* from [//home/me/out]")}
+    produced = world.produced["write"]
     assert {p: out.get(p) for p in produced} == produced  # keyed by the source position, as the README says
-    # The batch write appended its DataFrame to the (fresh) ordered table.
-    from pyspark.sql import DataFrame
-
-    (written,) = [v for v in namespace.values() if isinstance(v, DataFrame) and not v.isStreaming]
-    logged = [r["payload"] for r in yt_client.select_rows(f"payload from [{places.path('//home/me/log')}]")]
-    assert logged and sorted(logged) == sorted(r["payload"] for r in written.collect())
+    assert sorted(log_payloads(world)) == ["hello", "world"]  # the batch write, appended to the fresh table
 
 
-def test_writing_to_hbase(
-    spark: Any, cli_runs: list[CliRun], places: Placeholders, kafka_bootstrap: str, hbase: Any
-) -> None:
-    places.add("hbase-thrift:9090", hbase.thrift_address)
+def before_transactional(world: World) -> None:
+    world.produced["a"] = produce_yt(world.yt, QUEUE, "a-tx")
+    world.produced["b"] = produce_yt(world.yt, QUEUE, "b-tx")
+
+
+def after_transactional(world: World, reply: dict) -> None:
+    assert len(reply["queries"]) == 1, reply["queries"]
+    logged = log_payloads(world)
+    assert sorted(p for p in logged if p.endswith(tuple(f"-{i}" for i in range(3))) and "-tx-" in p) == sorted(
+        world.produced["a"]
+    ), logged  # the filter kept the a-rows only, each once
+    lag_is_zero(world)  # the consumer advanced with the batches
+
+
+def before_dead_letter(world: World) -> None:
+    yt = world.yt
+    world.produced["dl"] = produce_yt(yt, QUEUE, "dl")
+    yt.insert_rows(QUEUE, [{"$tablet_index": 0, "id": 99, "payload": b"\xff\xfe"}])  # invalid UTF-8 for a string
+
+
+def after_dead_letter(world: World, reply: dict) -> None:
+    assert len(reply["queries"]) == 1, reply["queries"]
+    yt = world.yt
+    letters = list(yt.select_rows("* from [//home/me/dead]"))
+    assert len(letters) == 1, letters
+    assert letters[0]["stage"] == "source" and "payload" in letters[0]["error"], letters[0]
+    logged = log_payloads(world)
+    assert set(world.produced["dl"]) <= set(logged), sorted(set(world.produced["dl"]) - set(logged))
+    lag_is_zero(world)
+
+
+def before_hbase(world: World) -> None:
     values = [f"hbase-{i}" for i in range(8)]
     # Distinct record times, one per record, in the last minute: records older than the topic's retention (7 days)
     # would be deleted by the broker before the query reads them.
     start = int(time.time()) * 1000 - 60_000
-    stamps = [start + 1000 * i for i in range(len(values))]
-    produce_kafka(kafka_bootstrap, "events", values, stamps)
-    # The block reads `events` from the earliest offset: the Kafka block's records (if it ran first) are read too.
-    records, ends = topic_records(kafka_bootstrap, "events")
-    assert sorted(value for value, _ in records.values() if value.startswith("hbase-")) == sorted(values)
-    from pyspark.sql.streaming import StreamingQuery
+    produce_kafka(world.kafka, "events", values, [start + 1000 * i for i in range(len(values))])
+    # The block reads `events` from the earliest offset: the Kafka block's records are read too.
+    world.produced["hbase"] = topic_records(world.kafka, "events")
 
-    before = {q.id for q in spark.streams.active}
-    try:
-        namespace, _ = exec_block('Writing to HBase: `format("spyt_hbase")`', places, spark=spark)
-    except BaseException:
-        for leftover in spark.streams.active:  # the block failed after starting its query
-            if leftover.id not in before:
-                leftover.stop()
-        raise
-    (query,) = [v for v in namespace.values() if isinstance(v, StreamingQuery)]
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    assert query.exception() is None, query.exception()
 
-    connection = hbase.connection()
+def after_hbase(world: World, reply: dict) -> None:
+    assert len(reply["queries"]) == 1, reply["queries"]
+    records, ends = world.produced["hbase"]
+    connection = world.hbase.connection()
     try:
         cells = {key.decode(): data for key, data in connection.table("events").scan(include_timestamp=True)}
     finally:
@@ -555,22 +577,160 @@ def test_writing_to_hbase(
             b"d:payload": (value.encode(), at),
             b"d:event_time": (struct.pack(">q", at * 1000), at),
         }, (partition, offset)
-
-    # The positions after the last batch, as the HBase offset store of the block's source reads them.
-    from spyt_queue.connect import backend_for, store_for
-    from spyt_queue.options import Options
-    from spyt_queue.stores.hbase import HBaseStore
-
-    source = Options(
+    committed = committed_positions(
         {
-            "kafka.bootstrap.servers": kafka_bootstrap,
+            "kafka.bootstrap.servers": world.kafka,
             "subscribe": "events",
-            "offsets.store": places("hbase://hbase-thrift:9090/spyt_offsets"),
+            "offsets.store": world.hbase.uri("spyt_offsets"),
         }
     )
+    assert committed == {f"events:{p}": end for p, end in ends.items()}
+
+
+def committed_positions(source_options: dict[str, str]) -> dict[str, int]:
+    """The positions committed for a source, as its offset store reads them."""
+    from spyt_queue.connect import backend_for, store_for
+    from spyt_queue.options import Options
+
+    source = Options(source_options)
     store = store_for(source, backend_for(source, streaming=True))
+    assert store is not None
     try:
-        assert isinstance(store, HBaseStore) and store.table == "spyt_offsets", store.describe()
-        assert store.committed() == {f"events:{p}": end for p, end in ends.items()}
+        return dict(store.committed())
     finally:
         store.close()
+
+
+USERS = "//home/me/users"
+# Microseconds since the epoch: user 1 changes name at 11:00, user 2 has one version (2026-01-01, UTC).
+T10, T11 = 1_767_261_600_000_000, 1_767_265_200_000_000
+
+
+def after_users_queue(world: World, _: Any) -> None:
+    schema = world.yt.get(f"{USERS}/@schema")
+    assert [(c["name"], c["type"]) for c in schema if not c["name"].startswith("$")] == [
+        ("user_id", "int64"),
+        ("updated_at", "timestamp"),
+        ("name", "string"),
+        ("email", "string"),
+    ]
+
+
+def before_kudu(world: World) -> None:
+    world.yt.insert_rows(
+        USERS,
+        [
+            {"$tablet_index": 0, "user_id": 1, "updated_at": T10, "name": "Ann", "email": "ann@example.com"},
+            {"$tablet_index": 1, "user_id": 2, "updated_at": T10, "name": "Bob", "email": "bob@example.com"},
+            {"$tablet_index": 0, "user_id": 1, "updated_at": T11, "name": "Ann Lee", "email": "ann@example.com"},
+        ],
+    )
+
+
+def after_kudu(world: World, reply: dict) -> None:
+    assert len(reply["queries"]) == 1, reply["queries"]
+    from spyt_queue.sinks.kudu.client import get_client
+
+    stored = get_client(world.kudu.master_addresses).table("users").read_all()
+    history = sorted((r["user_id"], str(r["updated_at"]), r["name"], r["is_current"]) for r in stored)
+    assert [(user, name, current) for user, _, name, current in history] == [
+        (1, "Ann", False),
+        (1, "Ann Lee", True),
+        (2, "Bob", True),
+    ], stored
+    committed = committed_positions(
+        {
+            "proxy": world.yt_proxy,
+            "path": USERS,
+            "offsets.store": world.kudu.uri("spyt_offsets"),
+            "offsets.group": "users",
+        }
+    )
+    assert committed == {"0": 2, "1": 1}, committed
+
+
+Check = tuple[Callable[[World], None] | None, Callable[[World, Any], None]]
+# (heading, kind) -> what the world does before the block, and what is checked after it.
+CHECKS: dict[tuple[str, str], Check] = {
+    ("Reading a queue", "shell"): (None, after_server_and_queue),
+    ("Reading a queue", "python"): (before_reading, after_reading),
+    ("Where offsets are kept: `offsets.store`", "python"): (before_zookeeper, after_zookeeper),
+    ("Reading and writing Kafka", "python"): (before_kafka, after_kafka),
+    ("Writing to YTsaurus", "shell"): (None, after_tables),
+    ("Writing to YTsaurus", "python"): (before_writing, after_writing),
+    ("Transactional exactly-once: rows and consumer advance in one transaction", "python"): (
+        before_transactional,
+        after_transactional,
+    ),
+    ("Bad records: stop, or divert to a dead-letter target", "python"): (before_dead_letter, after_dead_letter),
+    ('Writing to HBase: `format("spyt_hbase")`', "python"): (before_hbase, after_hbase),
+    ('Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "shell"): (None, after_users_queue),
+    ('Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "python"): (before_kudu, after_kudu),
+}
+
+
+# -- the tests ---------------------------------------------------------------------------------------------------
+
+
+def test_every_code_block_is_run_or_listed() -> None:
+    blocks = readme_blocks()
+    unmarked = [f"README.md:{b.line - 1}" for b in blocks if not b.lang]
+    assert not unmarked, f"code fences without a language (mark output samples ```text): {unmarked}"
+    unknown = [(f"README.md:{b.line - 1}", b.lang) for b in blocks if b.kind is None and b.lang not in NOT_CODE_LANGS]
+    assert not unknown, f"fence languages this test neither runs nor knows as not code: {unknown}"
+    keys = [b.key for b in blocks if b.kind is not None]
+    assert len(keys) == len(set(keys)), f"two blocks of one language under one heading: {keys}"
+    stale = set(NOT_RUN) - set(keys)
+    assert not stale, f"NOT_RUN lists blocks that are gone from README.md (heading renamed?): {sorted(stale)}"
+    # Every code block not listed in NOT_RUN is run by test_readme_examples_in_order, and checked there:
+    unchecked = {(b.heading, b.kind) for b in blocks_to_run()} - set(CHECKS)
+    assert not unchecked, f"README code blocks run without a check of what they did (add one to CHECKS): {unchecked}"
+    gone = set(CHECKS) - {(b.heading, b.kind) for b in blocks_to_run()}
+    assert not gone, f"CHECKS for blocks that are gone from README.md: {sorted(gone)}"
+
+
+def test_command_line_summary_is_what_the_examples_run() -> None:
+    (summary,) = [b for b in readme_blocks() if b.key == ("Command line", "bash")]
+    summary_at = summary.line
+    ran = {
+        tuple(command_words(line))
+        for b in blocks_to_run()
+        if b.kind == "shell" and b.line < summary_at
+        for line in b.code.splitlines()
+    }
+    for line in summary.code.splitlines():
+        words = command_words(line)
+        if not words or " ".join(words) in SUMMARY_LINES_NOT_RUN:
+            continue
+        if any(fragment in line for fragment in SUMMARY_LINES_RUN_BY_CHECKS):
+            continue
+        assert tuple(words) in ran, f"README's Command line block: `{line.strip()}` is in no example block above it"
+
+
+def test_readme_examples_in_order(kafka_bootstrap: str, zookeeper: Any, hbase: Any, kudu: Any, tmp_path: Path) -> None:
+    port = free_port()
+    places = Placeholders(
+        {
+            "localhost:8000": f"localhost:{port}",
+            "--port 8000": f"--port {port}",
+            "localhost:9092": kafka_bootstrap,
+            "zk1:2181,zk2:2181": zookeeper.hosts,
+            "hbase-thrift:9090": hbase.thrift_address,
+            "kudu-master:7051": kudu.master_addresses,
+        }
+    )
+    reader = Reader(tmp_path / f"reader-{uuid.uuid4().hex[:6]}", places)
+    world = World(reader, f"localhost:{port}", kafka_bootstrap, zookeeper, hbase, kudu)
+    try:
+        for block in blocks_to_run():
+            before, after = CHECKS[(block.heading, block.kind)]
+            if before is not None:
+                before(world)
+            if block.kind == "shell":
+                for line in block.code.splitlines():
+                    reader.shell(line)
+                after(world, None)
+            else:
+                after(world, reader.run_python(block))
+    finally:
+        reader.close()

@@ -1,0 +1,141 @@
+"""A reader's Python session for ``tests/test_readme_examples.py``: one fresh interpreter that runs the README's
+```python blocks sent to it, one at a time, in one namespace (as a reader pasting them into one Python prompt).
+
+Protocol: one JSON request per line on stdin, ``{"code": ..., "filename": ..., "timeout": seconds}`` (or
+``{"exit": true}``); one JSON reply per request on the process's original stdout. Everything else the blocks, Spark or
+the JVM print goes to stderr. After a block ran, the session does what a reader would do next:
+
+* the streaming queries the block started (bound to a name, the value of its last expression, or active) are run
+  until the data available now is processed (``processAllAvailable()``), then stopped;
+* if it started none, every streaming DataFrame it bound (or its last expression's value, if streaming) is run into a
+  memory table with ``Trigger.AvailableNow`` and its rows are returned.
+
+The reply: ``{"ok": true, "queries": [{"name", "exception"}], "streams": {name: [row dicts]}}`` or
+``{"ok": false, "error": traceback}``. Bytes in rows are decoded as UTF-8 (undecodable bytes backslash-escaped).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+
+def _plain(value: Any) -> Any:
+    """``value`` (a Row's field) as something JSON can carry."""
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _active_session() -> Any:
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def _queries(namespace: dict[str, Any], before: dict[str, int], value: Any, known: set[str]) -> list[Any]:
+    """The streaming queries the block started: new bindings, its last value, and new active ones."""
+    from pyspark.sql.streaming import StreamingQuery
+
+    found: dict[str, Any] = {}
+    candidates = [v for k, v in namespace.items() if before.get(k) != id(v)] + [value]
+    session = _active_session()
+    if session is not None:
+        candidates += list(session.streams.active)
+    for candidate in candidates:
+        if isinstance(candidate, StreamingQuery) and candidate.id not in known:
+            found[candidate.id] = candidate
+    return list(found.values())
+
+
+def _streams(namespace: dict[str, Any], before: dict[str, int], value: Any) -> dict[str, Any]:
+    """The streaming DataFrames the block bound (name -> DataFrame), or its last value under ``_``."""
+    from pyspark.sql import DataFrame
+
+    found = {
+        name: v
+        for name, v in namespace.items()
+        if before.get(name) != id(v) and isinstance(v, DataFrame) and v.isStreaming
+    }
+    if isinstance(value, DataFrame) and value.isStreaming:
+        found["_"] = value
+    return found
+
+
+def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: float, known: set[str]) -> dict:
+    """Run one block in ``namespace``, then its queries or streams (see the module docstring)."""
+    before = {name: id(v) for name, v in namespace.items()}
+    value = None
+    try:
+        tree = ast.parse(code, filename=filename)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(ast.Module(body=tree.body, type_ignores=[]), filename, "exec"), namespace)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
+    except BaseException:
+        error = traceback.format_exc()
+        for query in _queries(namespace, before, value, known):
+            query.stop()
+        return {"ok": False, "error": error}
+
+    reply: dict[str, Any] = {"ok": True, "queries": [], "streams": {}}
+    queries = _queries(namespace, before, value, known)
+    known.update(q.id for q in queries)
+    for query in queries:
+        exception = None
+        try:
+            query.processAllAvailable()
+        except Exception as error:  # the query failed: reported, not raised
+            exception = str(error)
+        finally:
+            query.stop()
+        exception = exception or (str(query.exception()) if query.exception() is not None else None)
+        reply["queries"].append({"name": query.name, "id": query.id, "exception": exception})
+    if queries:
+        return reply
+    for name, df in _streams(namespace, before, value).items():
+        table = f"readme_{len(known)}_{name.strip('_') or 'value'}"
+        query = df.writeStream.format("memory").queryName(table).trigger(availableNow=True).start()
+        known.add(query.id)
+        try:
+            finished = query.awaitTermination(timeout)
+        finally:
+            query.stop()
+        if not finished:
+            return {"ok": False, "error": f"{name}: the AvailableNow run did not finish within {timeout} s"}
+        if query.exception() is not None:
+            return {"ok": False, "error": f"{name}: {query.exception()}"}
+        rows = df.sparkSession.table(table).collect()
+        reply["streams"][name] = [_plain(row.asDict(recursive=True)) for row in rows]
+    return reply
+
+
+def main() -> None:
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # the blocks' prints and the JVM's output go to stderr; stdout carries only replies
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    known: set[str] = set()
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("exit"):
+            break
+        reply = run_block(namespace, request["code"], request["filename"], float(request["timeout"]), known)
+        channel.write(json.dumps(reply) + "\n")
+    session = _active_session()
+    if session is not None:
+        session.stop()
+
+
+if __name__ == "__main__":
+    main()
