@@ -8,7 +8,7 @@ list partitions and fetch bounds, and executors use the same object
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -58,6 +58,12 @@ class QueueBackend(ABC):
     @abstractmethod
     def is_transient(self, error: BaseException) -> bool:
         """Whether ``error`` is worth retrying (network, unavailable, lock conflict)."""
+
+    def vanished(self, partitions: Iterable[str]) -> set[str]:
+        """Which of ``partitions`` no longer exist (a deleted Kafka topic). Asked when a commit failed, to commit
+        the partitions that remain; the default compares with the current bounds."""
+        current = self.bounds()
+        return {key for key in partitions if key not in current}
 
     @abstractmethod
     def read_range(

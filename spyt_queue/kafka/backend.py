@@ -11,7 +11,7 @@ import itertools
 import logging
 import operator
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -60,6 +60,7 @@ TRANSIENT_KAFKA_CODES = {
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.NETWORK_EXCEPTION,
 }
+UNKNOWN_PARTITION_CODES = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 
 
 def kafka_schema(include_headers: bool, include_timestamp: bool = True) -> StructType:
@@ -110,13 +111,28 @@ def is_transient_code(error: KafkaError) -> bool:
     return bool(error.retriable()) or error.code() in TRANSIENT_KAFKA_CODES
 
 
-def with_retries(call: Callable[[], T], what: str, attempts: int = 6, delay: float = 0.2) -> T:
-    """Run an admin ``call``, retrying transient errors (coordinator loading, leader moves) with backoff."""
+def is_unknown_partition_error(error: BaseException) -> bool:
+    """Whether ``error`` says a topic or partition is unknown (to the broker or to the client's metadata)."""
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        return error.args[0].code() in UNKNOWN_PARTITION_CODES
+    return False
+
+
+def with_retries(
+    call: Callable[[], T],
+    what: str,
+    attempts: int = 6,
+    delay: float = 0.2,
+    also_retry: Callable[[BaseException], bool] | None = None,
+) -> T:
+    """Run an admin ``call``, retrying transient errors (coordinator loading, leader moves) with backoff; errors for
+    which ``also_retry`` is true are retried as well."""
     for attempt in range(1, attempts + 1):
         try:
             return call()
         except Exception as error:
-            if attempt == attempts or not is_transient_kafka_error(error):
+            retry = is_transient_kafka_error(error) or (also_retry is not None and also_retry(error))
+            if attempt == attempts or not retry:
                 raise
             log.info("%s failed transiently (%s); retry %d", what, error, attempt)
             time.sleep(delay)
@@ -203,7 +219,12 @@ class KafkaBackend(QueueBackend):
         return result
 
     def bounds(self) -> dict[str, PartitionBounds]:
-        return with_retries(self._bounds, "list_offsets")
+        """First and next offset of every partition of the subscription.
+
+        A topic deleted between the metadata request and ``list_offsets`` makes the broker answer "unknown topic or
+        partition": the whole fetch is retried, metadata included, so the deleted topic is left out (the planner
+        then reports its partitions as vanished, following ``failOnDataLoss``)."""
+        return with_retries(self._bounds, "list_offsets", also_retry=is_unknown_partition_error)
 
     def _bounds(self) -> dict[str, PartitionBounds]:
         keys = self.partitions()
@@ -221,6 +242,11 @@ class KafkaBackend(QueueBackend):
                 lambda: consumer.offsets_for_times(request, timeout=self.request_timeout_s), "offsets_for_times"
             )
         return {f"{tp.topic}:{tp.partition}": (None if tp.offset < 0 else int(tp.offset)) for tp in found}
+
+    def vanished(self, partitions: Iterable[str]) -> set[str]:
+        """Which of ``partitions`` the broker's metadata no longer lists (their topic was deleted)."""
+        current = set(self.partitions())
+        return {key for key in partitions if key not in current}
 
     def default_store(self) -> OffsetStore:
         """The consumer group ``group_id``."""

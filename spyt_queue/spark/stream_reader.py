@@ -6,6 +6,7 @@ copies in executors, so every input partition carries all it needs.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import time
@@ -227,11 +228,35 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except ConsumerConflictError:
             raise
         except CommitError as error:
+            remaining = self._without_vanished(offset)
+            if remaining is not None:
+                return self._commit(remaining, caller)
             if error.__cause__ is not None and self.store.is_transient(error.__cause__):
                 log.error("%s: %s", caller, error)
                 return False
             raise
         return True
+
+    def _without_vanished(self, offset: StreamOffset) -> StreamOffset | None:
+        """``offset`` without its partitions that no longer exist (a deleted Kafka topic), ``None`` if none vanished.
+
+        Asked after a failed commit: a Kafka group refuses the offsets of a deleted topic's partitions. Their rows
+        up to ``offset`` are in the sink, so the remaining partitions are committed; the rows they lost are reported
+        by the planner of this trigger, following ``failOnDataLoss`` (fail, or warn and drop them).
+        """
+        try:
+            gone = self.backend.vanished(offset.positions)
+        except Exception as error:
+            log.warning("could not check whether partitions of %s still exist: %s", self.backend.source_id, error)
+            return None
+        if not gone:
+            return None
+        log.warning(
+            "%s: not committing the positions of %s: they no longer exist",
+            self.backend.source_id,
+            ", ".join(sorted(gone)),
+        )
+        return dataclasses.replace(offset, positions={k: v for k, v in offset.positions.items() if k not in gone})
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark's (delayed) commit of a finished batch: advance the store to ``end`` (idempotent)."""

@@ -70,6 +70,24 @@ class Topic:
         self.partitions = total
         self.wait_partitions(total)
 
+    def delete(self) -> None:
+        """Delete the topic and wait until the broker's metadata no longer lists it."""
+        self.admin.delete_topics([self.name])[self.name].result(30)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.name not in self.admin.list_topics(timeout=10).topics:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"{self.name} was still listed 30 s after its deletion")
+
+    def send(self, values: list[str]) -> None:
+        """Produce records with the given string values, round-robin over the partitions (Spark's
+        ``KafkaTestUtils.sendMessages`` without a partition)."""
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
+        for i, value in enumerate(values):
+            producer.produce(self.name, value=value.encode(), partition=i % self.partitions)
+        assert producer.flush(30) == 0
+
     def delete_records(self, partition: int, before: int) -> None:
         """What retention does: delete the records before offset ``before``."""
         for future in self.admin.delete_records([TopicPartition(self.name, partition, before)]).values():

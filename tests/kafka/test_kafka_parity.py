@@ -5,6 +5,7 @@ Spark against a real Kafka broker and the embedded YT server."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from typing import Any
 
@@ -210,3 +211,168 @@ def test_partitions_left_out_of_starting_offsets_start_at_the_earliest(spark, to
     ids = topic.produce(6)
     df = batch(spark, topic, startingOffsets=json.dumps({topic.name: {"0": 1}}))
     assert values(df) == [i for i in ids if i != ids[0]]
+
+
+# -- 7. subscribePattern when a matched topic is deleted (KafkaMicroBatchSourceSuite) --------------------------------
+
+
+def store_options(request: pytest.FixtureRequest, store: str) -> dict[str, str]:
+    """``offsets.store`` for ``store`` (a fresh place on the session's real server); none for the Kafka group."""
+    name = f"offsets_{uuid.uuid4().hex[:8]}"
+    if store == "zookeeper":
+        return {"offsets.store": request.getfixturevalue("zookeeper").uri(f"/{name}")}
+    if store in ("hbase", "kudu"):
+        return {"offsets.store": request.getfixturevalue(store).uri(name)}
+    return {}
+
+
+def committed_positions(bootstrap: str, pattern: str, group: str, options: dict[str, str]) -> dict[str, int | None]:
+    """What the query's offset store holds (the consumer group unless ``offsets.store`` is set)."""
+    from spyt_queue.kafka.backend import KafkaBackend
+    from spyt_queue.kafka.subscription import Subscription
+    from spyt_queue.stores.registry import open_store
+
+    backend = KafkaBackend({"bootstrap.servers": bootstrap}, Subscription("subscribePattern", pattern=pattern), group)
+    store = open_store(options["offsets.store"], backend.source_id, group) if options else backend.default_store()
+    try:
+        return store.committed()
+    finally:
+        store.close()
+
+
+class DeletingSink:
+    """A ``foreachBatch`` sink keeping the values it received (each plus one, as Spark's test maps them) that runs
+    ``action`` once, inside the first batch holding ``trigger_value``: the action then lands after that batch was read
+    and before its end is committed (the next trigger commits it), deterministically. A memory sink with the action
+    run after ``processAllAvailable`` leaves that order to chance."""
+
+    def __init__(self, trigger_value: int, action: Any) -> None:
+        self.values: list[int] = []
+        self.trigger_value = trigger_value
+        self.action = action
+        self.done = False
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        batch = [int(r.value) + 1 for r in df.selectExpr("cast(value as string) as value").collect()]
+        self.values.extend(batch)
+        if not self.done and self.trigger_value + 1 in batch:
+            self.done = True
+            self.action()
+
+
+def wait_for(query: Any, condition: Any, timeout: float = 90) -> None:
+    """Run ``processAllAvailable`` until ``condition()`` holds (a topic created after the start is recorded at one
+    trigger and read at the next)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        query.processAllAvailable()
+        if condition() or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("store", ["group", "zookeeper", "hbase", "kudu"])
+def test_subscribing_topic_by_pattern_with_topic_deletions(spark, kafka_bootstrap, checkpoint, request, store) -> None:
+    """Spark's "subscribing topic by pattern with topic deletions": with failOnDataLoss=false the deleted topic is
+    dropped with a warning and the query reads the topic created after it. The topic is deleted before the end of the
+    batch that read it is committed: the commit must leave out the deleted topic's partitions (the Kafka group
+    refuses them), whichever store keeps the positions."""
+    prefix = f"pat{uuid.uuid4().hex[:6]}"
+    group = f"g-{uuid.uuid4().hex[:10]}"
+    first = Topic(kafka_bootstrap, checkpoint, partitions=5, name=f"{prefix}-seems")
+    first.send(["-1"])
+    created: list[Topic] = []
+
+    def delete_and_create() -> None:
+        first.delete()
+        created.append(Topic(kafka_bootstrap, checkpoint, partitions=5, name=f"{prefix}-bad"))
+
+    sink = DeletingSink(3, delete_and_create)
+    options = store_options(request, store)
+    reader = (
+        spark.readStream.format("ytqueue")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("kafka.group.id", group)
+        .option("subscribePattern", f"{prefix}-.*")
+        .option("failOnDataLoss", "false")
+    )
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    query = reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).start()
+    try:
+        query.processAllAvailable()  # makeSureGetOffsetCalled: the query starts at the latest offsets, after "-1"
+        first.send(["1", "2", "3"])
+        wait_for(query, lambda: sink.done)
+        assert sorted(sink.values) == [2, 3, 4]
+        second = created[0]
+        second.send(["4", "5", "6"])
+        wait_for(query, lambda: len(sink.values) >= 6)
+        assert sorted(sink.values) == [2, 3, 4, 5, 6, 7]
+        deadline = time.monotonic() + 60  # the last batch's end is committed by a later trigger
+        while True:
+            positions = committed_positions(kafka_bootstrap, f"{prefix}-.*", group, options)
+            second_positions = {k: v for k, v in positions.items() if k.startswith(f"{second.name}:")}
+            if sum(v or 0 for v in second_positions.values()) == 3 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert query.exception() is None
+    finally:
+        query.stop()
+    assert second_positions == {f"{second.name}:{p}": 1 if p < 3 else 0 for p in range(5)}
+
+
+def test_subscribing_topic_by_pattern_with_topic_deletions_fails_on_data_loss(
+    spark, kafka_bootstrap, checkpoint
+) -> None:
+    """The same with failOnDataLoss=true (the default): the query stops with a data-loss error naming the deleted
+    topic's partitions (Spark: "... are gone. Some data may have been missed"), not with a failed commit."""
+    prefix = f"pat{uuid.uuid4().hex[:6]}"
+    first = Topic(kafka_bootstrap, checkpoint, partitions=5, name=f"{prefix}-seems")
+    first.send(["-1"])
+
+    def delete_and_create() -> None:
+        first.delete()
+        Topic(kafka_bootstrap, checkpoint, partitions=5, name=f"{prefix}-bad")
+
+    sink = DeletingSink(3, delete_and_create)
+    df = (
+        spark.readStream.format("ytqueue")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("kafka.group.id", first.group)
+        .option("subscribePattern", f"{prefix}-.*")
+        .load()
+    )
+    query = df.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).start()
+    try:
+        query.processAllAvailable()
+        first.send(["1", "2", "3"])
+        message = failure_of(query, timeout=90)
+    finally:
+        query.stop()
+    assert sorted(sink.values) == [2, 3, 4]
+    assert "DataLossError" in message, message
+    assert f"partition 0 of topic {first.name} no longer exists" in message, message
+    assert "Set failOnDataLoss=false" in message, message
+    assert "CommitError" not in message, message
+
+
+def test_bounds_leave_out_a_topic_deleted_after_the_metadata_listed_it(kafka_bootstrap, checkpoint) -> None:
+    """A trigger racing a topic deletion: the metadata still lists the topic, ``list_offsets`` then answers "unknown
+    topic or partition". The fetch is retried with fresh metadata and leaves the topic out (Spark's offset reader
+    retries its whole fetch too), instead of failing the query."""
+    from spyt_queue.kafka.backend import KafkaBackend
+    from spyt_queue.kafka.subscription import Subscription
+
+    prefix = f"pat{uuid.uuid4().hex[:6]}"
+    kept = Topic(kafka_bootstrap, checkpoint, name=f"{prefix}-kept")
+    gone = Topic(kafka_bootstrap, checkpoint, name=f"{prefix}-gone")
+    backend = KafkaBackend(
+        {"bootstrap.servers": kafka_bootstrap}, Subscription("subscribePattern", pattern=f"{prefix}-.*"), kept.group
+    )
+    listed = backend.partitions()
+    assert sorted(listed) == sorted(f"{t.name}:{p}" for t in (kept, gone) for p in range(2))
+    gone.delete()
+    stale = [listed]  # the first metadata answer predates the deletion
+    fresh = backend.partitions
+    backend.partitions = lambda: stale.pop() if stale else fresh()  # type: ignore[method-assign]
+    assert sorted(backend.bounds()) == [f"{kept.name}:0", f"{kept.name}:1"]
