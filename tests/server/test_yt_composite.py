@@ -378,4 +378,5 @@ def test_cumulative_data_weight_counts_composite_values(yt, yt_root):
     path = create_queue(yt, f"{yt_root}/q", schema=schema)
     insert(yt, path, [{"point": {"x": 1, "y": 2.5}}])
     weight = pull(yt, path, 0)[0]["$cumulative_data_weight"]
-    assert weight == 1 + len(yson.dumps([1, 2.5], yson_format="binary"))
+    # 1 for the row, the struct's positional binary YSON, 8 for the $cumulative_data_weight value itself.
+    assert weight == 1 + len(yson.dumps([1, 2.5], yson_format="binary")) + 8

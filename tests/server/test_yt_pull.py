@@ -162,17 +162,17 @@ def test_pull_at_trimmed_offset_continues_at_first_available_row(yt, queue10):
     assert [r["$row_index"] for r in rows] == [4, 5, 6]
 
 
-def test_pull_queue_partly_trimmed_window_keeps_its_end(yt, queue10):
-    """``pull_queue`` selects ``$row_index between offset and offset + n - 1`` first
-    (``DoPullQueueViaSelectRows`` in client_dynamic_tables_impl.cpp): with rows trimmed inside that window it
-    returns only the window's kept rows; it falls back to ``>= offset limit n`` only for an empty window."""
+def test_pull_queue_clamps_a_trimmed_offset_and_reads_n_rows(yt, queue10):
+    """``pull_queue`` reads through the tablet node by default (``TPullQueueOptions::UseNativeTabletNodeApi`` is
+    true in the client's ``client.h``; ``DoPullQueueViaTabletNodeApi``), as ``pull_consumer`` does: a trimmed offset
+    is clamped to the first kept row and ``max_row_count`` rows are read from there."""
     yt.trim_rows(queue10, 0, 4)
     wait_until(lambda: tablet_infos(yt, queue10, 1)[0]["trimmed_row_count"] == 4, message="trim to 4")
     rows = wait_until(
         lambda: (r := pull(yt, queue10, offset=2, max_row_count=6)) and r[0]["$row_index"] == 4 and r,
         message="pull of a partly trimmed window",
     )
-    assert [r["$row_index"] for r in rows] == [4, 5, 6, 7]
+    assert [r["$row_index"] for r in rows] == [4, 5, 6, 7, 8, 9]
 
 
 def test_pull_consumer_clamps_a_trimmed_offset_and_reads_n_rows(yt, yt_root, queue10):
