@@ -196,3 +196,26 @@ def test_unknown_tablet_transaction_is_no_such_transaction(yt):
         with pytest.raises(YtResponseError) as info:
             action(tx)
         assert info.value.contains_code(NO_SUCH_TRANSACTION), (action, info.value)
+
+
+def test_commit_retried_with_its_mutation_id_gets_the_kept_answer(yt, queue):
+    """``yt.wrapper`` resends a volatile command whose answer was lost with the same ``mutation_id`` and
+    ``retry=%true``: the response keeper answers the kept commit (same timestamps) instead of "No such
+    transaction", and the rows are committed once. The same id without ``retry`` is refused, as
+    ``TResponseKeeper::TryBeginRequest`` refuses it."""
+    import uuid
+
+    from yt.wrapper.driver import make_formatted_request
+
+    tx = yt.start_transaction(type="tablet")
+    with yt.Transaction(transaction_id=tx):
+        yt.insert_rows(queue, [{"data": "once"}])
+    mutation_id = str(uuid.uuid4())
+    params = {"transaction_id": tx, "mutation_id": mutation_id, "retry": False}
+    first = make_formatted_request("commit_transaction", dict(params), format=None, client=yt)
+    again = make_formatted_request("commit_transaction", {**params, "retry": True}, format=None, client=yt)
+    assert again == first
+    assert [r["data"] for r in pull(yt, queue, 0)] == ["once"]
+    with pytest.raises(YtResponseError) as failure:
+        make_formatted_request("commit_transaction", dict(params), format=None, client=yt)
+    assert 'Duplicate request is not marked as "retry"' in str(failure.value)
