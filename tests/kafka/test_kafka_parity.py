@@ -242,20 +242,19 @@ def committed_positions(bootstrap: str, pattern: str, group: str, options: dict[
 
 class DeletingSink:
     """A ``foreachBatch`` sink keeping the values it received (each plus one, as Spark's test maps them) that runs
-    ``action`` once, inside the first batch holding ``trigger_value``: the action then lands after that batch was read
-    and before its end is committed (the next trigger commits it), deterministically. A memory sink with the action
-    run after ``processAllAvailable`` leaves that order to chance."""
+    ``action`` once, inside the batch completing ``expected``: the action then lands after those rows were read and
+    before that batch's end is committed (the next trigger commits it), deterministically. A memory sink with the
+    action run after ``processAllAvailable`` leaves that order to chance."""
 
-    def __init__(self, trigger_value: int, action: Any) -> None:
+    def __init__(self, expected: list[int], action: Any) -> None:
         self.values: list[int] = []
-        self.trigger_value = trigger_value
+        self.expected = expected
         self.action = action
         self.done = False
 
     def __call__(self, df: Any, batch_id: int) -> None:
-        batch = [int(r.value) + 1 for r in df.selectExpr("cast(value as string) as value").collect()]
-        self.values.extend(batch)
-        if not self.done and self.trigger_value + 1 in batch:
+        self.values.extend(int(r.value) + 1 for r in df.selectExpr("cast(value as string) as value").collect())
+        if not self.done and set(self.expected) <= set(self.values):
             self.done = True
             self.action()
 
@@ -287,7 +286,7 @@ def test_subscribing_topic_by_pattern_with_topic_deletions(spark, kafka_bootstra
         first.delete()
         created.append(Topic(kafka_bootstrap, checkpoint, partitions=5, name=f"{prefix}-bad"))
 
-    sink = DeletingSink(3, delete_and_create)
+    sink = DeletingSink([2, 3, 4], delete_and_create)
     options = store_options(request, store)
     reader = (
         spark.readStream.format("ytqueue")
@@ -334,7 +333,7 @@ def test_subscribing_topic_by_pattern_with_topic_deletions_fails_on_data_loss(
         first.delete()
         Topic(kafka_bootstrap, checkpoint, partitions=5, name=f"{prefix}-bad")
 
-    sink = DeletingSink(3, delete_and_create)
+    sink = DeletingSink([2, 3, 4], delete_and_create)
     df = (
         spark.readStream.format("ytqueue")
         .option("kafka.bootstrap.servers", kafka_bootstrap)
