@@ -18,22 +18,23 @@ Kudu               Python
 BOOL               ``bool``
 INT8/16/32/64      ``int``
 FLOAT, DOUBLE      ``float``
-DECIMAL(p, s)      ``decimal.Decimal`` (written with the column's scale; more digits is an error)
-STRING, VARCHAR    ``str``
+DECIMAL(p, s)      ``decimal.Decimal``, exact to 38 digits (written with the column's scale; more decimal places, or
+                   more digits than the precision, is an error)
+STRING, VARCHAR    ``str`` (VARCHAR(n): more than n characters, i.e. code points, is an error, never truncated)
 BINARY             ``bytes`` (``bytearray``/``memoryview`` accepted)
-UNIXTIME_MICROS    ``datetime.datetime``: naive = local time, as Spark's Python rows (an ``int`` = micros)
+UNIXTIME_MICROS    UTC microseconds since the epoch. Read as an aware UTC ``datetime.datetime``; written from an aware
+                   ``datetime`` (its instant), a naive one (its wall clock taken as UTC) or an ``int`` (micros).
+                   The process's time zone never takes part.
 DATE               ``datetime.date``
 =================  ====================================================================================
 """
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import decimal
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +42,7 @@ from typing import Any
 
 from spyt_queue.errors import BadRecordError, SpytQueueError, UnreachableError
 
-from .mutations import Mutation, MutationKind
+from .mutations import Mutation, MutationKind, format_key
 
 __all__ = [
     "KUDU_JARS_ENV",
@@ -228,6 +229,15 @@ class _Types:
         self.String = J("java.lang.String")
         self.ByteArray = jpype.JArray(jpype.JByte)
         self.PartialRow = J("org.apache.kudu.client.PartialRow")
+        add_var_length = self.PartialRow.class_.getDeclaredMethod(
+            "addVarLengthData", jpype.JInt.class_, self.ByteArray.class_
+        )
+        add_var_length.setAccessible(True)
+        self._add_var_length = add_var_length
+
+    def add_var_length_data(self, row: Any, index: Any, data: Any) -> None:
+        """``PartialRow.addVarLengthData`` (private): set a STRING/VARCHAR/BINARY cell to ``data`` as is."""
+        self._add_var_length.invoke(row, index, data)
 
 
 _TYPES: _Types | None = None
@@ -241,21 +251,25 @@ def _types(jars: str | Sequence[str] | None = None) -> _Types:
 
 
 _EPOCH = dt.date(1970, 1, 1)
+_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_MICRO = dt.timedelta(microseconds=1)
 
 
 def timestamp_micros(value: Any) -> int:
-    """Microseconds since the epoch of a ``datetime`` (naive = local time, as Spark does) or of an ``int``."""
+    """UTC microseconds since the epoch of an ``int`` (already micros) or a ``datetime``: an aware one is its
+    instant, a naive one its wall clock taken as UTC. Exact integer arithmetic; the process's time zone is never
+    consulted (a local-time conversion shifts values at DST changes and depends on the host)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, dt.datetime):
-        seconds = calendar.timegm(value.utctimetuple()) if value.tzinfo else time.mktime(value.timetuple())
-        return int(seconds) * 1_000_000 + value.microsecond
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
+        return (aware - _EPOCH_UTC) // _MICRO
     raise TypeError(f"expected a datetime or microseconds, got {type(value).__name__}")
 
 
 def datetime_from_micros(micros: int) -> dt.datetime:
-    """Naive local ``datetime`` of microseconds since the epoch (what Spark gives Python for a TimestampType)."""
-    return dt.datetime.fromtimestamp(micros // 1_000_000).replace(microsecond=micros % 1_000_000)
+    """The aware UTC ``datetime`` of UTC microseconds since the epoch (exact, any process time zone)."""
+    return _EPOCH_UTC + dt.timedelta(microseconds=micros)
 
 
 @dataclass(frozen=True)
@@ -281,6 +295,8 @@ class _Column:
     key: bool
     scale: int = 0
     schema: Any = field(default=None, repr=False)
+    precision: int = 38  # DECIMAL
+    length: int | None = None  # VARCHAR: the most characters (code points) a value may have
 
 
 # -------------------------------------------------------------------------------------------- client
@@ -387,7 +403,10 @@ class KuduClient:
                 row = schema.newPartialRow()
                 for col_name, value in zip(range_columns, split, strict=True):
                     c = by_name[col_name]
-                    probe = _Column(c.name, schema.getColumnIndex(c.name), c.type.upper(), False, True, c.scale or 0)
+                    probe = _Column(
+                        c.name, schema.getColumnIndex(c.name), c.type.upper(), False, True, c.scale or 0,
+                        precision=c.precision or 18, length=c.length or 65535,
+                    )  # fmt: skip
                     _set_cell(t, row, probe, value)
                 opts.addSplitRow(row)
         _attach()
@@ -475,18 +494,45 @@ def _set_cell(t: _Types, row: Any, col: _Column, value: Any) -> None:
         elif ty == "DECIMAL":
             row.addDecimal(i, t.BigDecimal(str(_decimal(value, col))))
         elif ty == "VARCHAR":
-            row.addVarchar(i, str(value))
+            text = value if isinstance(value, str) else str(value)
+            if col.length is not None and len(text) > col.length:  # Kudu would truncate it, without a word
+                raise BadRecordError(
+                    f"value {_shown(text)} ({len(text)} characters) is longer than Kudu column {col.name!r} "
+                    f"VARCHAR({col.length}) allows: shorten it, or widen the column"
+                )
+            if col.length is None or len(text.encode("utf-16-le")) <= 2 * col.length:
+                row.addVarchar(i, text)
+            else:  # addVarchar cuts at n UTF-16 units, splitting surrogate pairs: n characters above U+FFFF do not
+                # pass it whole. The length was checked above in code points, as Kudu counts it.
+                t.add_var_length_data(row, t.JInt(i), t.ByteArray(text.encode("utf-8")))
         elif ty == "DATE":
             days = (value - _EPOCH).days if isinstance(value, dt.date) else int(value)
             row.addDate(i, t.SqlDate.valueOf(t.LocalDate.ofEpochDay(days)))
         else:  # pragma: no cover - a type added to Kudu after 1.18
             raise BadRecordError(f"column {col.name!r} has Kudu type {ty}, which spyt-queue does not map")
     except (TypeError, OverflowError, ValueError, decimal.InvalidOperation) as exc:
-        raise BadRecordError(f"value {value!r} does not fit Kudu column {col.name!r} ({ty}): {exc}") from None
+        raise BadRecordError(
+            f"value {_shown(value)} does not fit Kudu column {col.name!r} ({_type_name(col)}): {exc}"
+        ) from None
     except t.jpype.JException as exc:
-        raise BadRecordError(f"value {value!r} does not fit Kudu column {col.name!r} ({ty}): {_java_error(exc)}") from (
-            None
-        )
+        raise BadRecordError(
+            f"value {_shown(value)} does not fit Kudu column {col.name!r} ({_type_name(col)}): {_java_error(exc)}"
+        ) from None
+
+
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` for an error message, cut after ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}...({len(text)} characters of repr)"
+
+
+def _type_name(col: _Column) -> str:
+    """``INT32``, ``DECIMAL(38, 2)``, ``VARCHAR(5)``: a column's type for messages."""
+    if col.type == "DECIMAL":
+        return f"DECIMAL({col.precision}, {col.scale})"
+    if col.type == "VARCHAR" and col.length is not None:
+        return f"VARCHAR({col.length})"
+    return col.type
 
 
 def _cell_writer(t: _Types, col: _Column) -> Callable[[Any, Any], None]:
@@ -533,9 +579,21 @@ def _cell_writer(t: _Types, col: _Column) -> Callable[[Any, Any], None]:
 
 
 def _decimal(value: Any, col: _Column) -> decimal.Decimal:
+    """``value`` as a Decimal with exactly the column's scale; a value the column cannot hold exactly (more decimal
+    places than its scale, more integer digits than precision - scale) is a ValueError. Computed in a local context
+    wide enough for any value that fits (the process's context, 28 digits by default, is neither used nor changed)."""
     d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
-    q = d.quantize(decimal.Decimal(1).scaleb(-col.scale))
-    if q != d:
+    if not d.is_finite():
+        raise ValueError("not a finite number")
+    integer_digits = max(d.adjusted() + 1, 0)
+    if integer_digits > col.precision - col.scale:
+        raise ValueError(
+            f"{integer_digits} digits before the point, the column holds {col.precision - col.scale} "
+            f"(DECIMAL({col.precision}, {col.scale}))"
+        )
+    context = decimal.Context(prec=col.precision + 2, traps=[decimal.InvalidOperation])
+    q = d.quantize(decimal.Decimal(1).scaleb(-col.scale, context=context), context=context)
+    if q != d:  # Decimal comparison is exact
         raise ValueError(f"more than {col.scale} decimal places")
     return q
 
@@ -612,8 +670,11 @@ class KuduTable:
         for i, cs in enumerate(schema.getColumns()):
             attrs = cs.getTypeAttributes()
             scale = int(attrs.getScale()) if attrs is not None and attrs.hasScale() else 0
+            precision = int(attrs.getPrecision()) if attrs is not None and attrs.hasPrecision() else 38
+            length = int(attrs.getLength()) if attrs is not None and attrs.hasLength() else None
             name, ty = str(cs.getName()), str(cs.getType().name())
-            self.columns.append(_Column(name, i, ty, bool(cs.isNullable()), bool(cs.isKey()), scale, cs))
+            nullable, key = bool(cs.isNullable()), bool(cs.isKey())
+            self.columns.append(_Column(name, i, ty, nullable, key, scale, cs, precision, length))
         self.by_name = {c.name: c for c in self.columns}
         self.primary_key = [c.name for c in self.columns if c.key]
         self.writers = {c.name: _cell_writer(self._t, c) for c in self.columns}
@@ -669,7 +730,10 @@ class KuduTable:
                 t.KuduPredicate.newComparisonPredicate(c.schema, t.ComparisonOp.GREATER_EQUAL, _boxed(t, c, value))
             )
         # Result columns are indexed by projection position.
-        out_cols = [_Column(c.name, i, c.type, c.nullable, c.key, c.scale) for i, c in enumerate(proj)]
+        out_cols = [
+            _Column(c.name, i, c.type, c.nullable, c.key, c.scale, precision=c.precision, length=c.length)
+            for i, c in enumerate(proj)
+        ]
         rows: list[dict[str, Any]] = []
         try:
             scanner = builder.build()
@@ -758,7 +822,11 @@ class WriteSession:
             if write is None:
                 self.table._col(name)  # raises, naming the table and its columns
                 continue
-            write(row, value)
+            try:
+                write(row, value)
+            except BadRecordError as error:  # name the record: its primary key
+                key = [c for c in self.table.primary_key if c in mutation.row]
+                raise BadRecordError(f"{error} ({format_key(key, tuple(mutation.row[c] for c in key))})") from None
         try:
             self._send(op)
         except self._t.KuduException as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import copy
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -90,6 +91,12 @@ class Planner(abc.ABC):
 
     repairs: bool = False
     """True when a refused mutation can leave a key half-written, so the sink calls :meth:`repair` after one."""
+
+    def check_row(self, key: Key, row: Row) -> None:
+        """Raise :class:`BadRecordError` naming the fault when ``row`` (of ``key``) can never be planned whatever the
+        other rows (a NULL event time...). The sink diverts such a row alone to a dead-letter target and plans the
+        key's other rows; without a target, planning the key raises the same error."""
+        return None
 
     # helpers shared by the planners
 
@@ -203,6 +210,10 @@ class _EventTimePlanner(Planner):
         maintained = self._maintained()
         return [c for c in row if c not in maintained]
 
+    def check_row(self, key: Key, row: Row) -> None:
+        """A row needs an integer, date or timestamp event time (not NULL)."""
+        self._time(row, key)
+
     def _time(self, row: Row, k: Key, column: str | None = None) -> Any:
         column = column or self.event_time
         if column not in row:
@@ -289,18 +300,24 @@ class HistoryPlanner(_EventTimePlanner):
       (an identical later version adds nothing);
     * otherwise a new version (earlier than all, between two, or after all: cases 2-4 of the 5-case walk).
 
-    Effective-to and the current flag are then recomputed over the sorted versions and only rows that changed are
-    written: at most one INSERT or UPDATE per row, never a DELETE.
+    After each arriving row the versions it changed are merged with equal neighbours: a version whose values equal
+    the version before it is part of that one (a new version equal to the next one takes the next one's place;
+    the stored row of a merged version is DELETEd). The stored history is thus always in merged form: no two
+    consecutive versions with the same values. Effective-to and the current flag are then recomputed over the
+    sorted versions and only rows that changed are written: at most one INSERT, UPDATE or DELETE per row. Stored
+    versions that no arriving row changed are never merged (a table written with other ``values`` keeps its rows).
 
     Value columns default to every arriving column except the key, the event time and the maintained columns. The
-    final state is independent of the arrival order (and of batch boundaries) as long as two versions of a key with
-    different event times never carry the same values: an identical later version is dropped, so its event time
-    is not stored, and a version that arrives after it but happened before it then stays current. List the
-    event-time column in ``values`` to keep every version and make the state order-independent for any input.
+    final state is the merged form of the version set, whatever the arrival order and batch boundaries (10:A, 20:A,
+    30:B in any order: 10..29 A, 30.. B), as long as a key's values never come back to an earlier value after
+    another one (A, B, A): merging forgets the merged version's time, so A at 10 and 20 stored as one row, then B at
+    15, gives 10..14 A, 15.. B, where arriving in time order keeps 20..  A. List the event-time column in ``values``
+    to keep every version and make the state order-independent for any input.
 
     Preceding time: ``t - 1`` for integers, ``t - 1 µs`` for timestamps (Kudu's precision), ``t - 1 day`` for
-    dates, unless ``preceding`` is given. ``far_future`` defaults to ``2**63 - 1`` for integers (Kudu's INT64 max,
-    right for any unit), 9999-12-31 for dates and timestamps (same time zone as the event time).
+    dates, unless ``preceding`` is given. ``far_future`` defaults to ``2**63 - 1`` for integers (Kudu's INT64 max;
+    the sink sets the max of the effective-to column's type, e.g. ``2**31 - 1`` for INT32, see
+    :meth:`with_far_future`), 9999-12-31 for dates and timestamps (same time zone as the event time).
 
     Replay guarantee: a replayed batch writes nothing.
     """
@@ -360,6 +377,12 @@ class HistoryPlanner(_EventTimePlanner):
             return t - dt.timedelta(days=1)
         return t - 1
 
+    def with_far_future(self, far_future: Any) -> HistoryPlanner:
+        """A copy of this planner whose current versions end at ``far_future`` (this one is unchanged)."""
+        other = copy.copy(self)
+        other.far_future = far_future
+        return other
+
     def _far_future(self, t: Any) -> Any:
         if self.far_future is not None:
             if _time_kind(self.far_future) != _time_kind(t):
@@ -403,6 +426,7 @@ class HistoryPlanner(_EventTimePlanner):
             if t in versions:
                 if self._differs(row, versions[t], values):
                     versions[t].update(row)
+                    self._merge_around(times, versions, bisect.bisect_left(times, t), values)
                 continue
             i = _bisect(times, t, self, k)
             if i > 0 and not self._differs(row, versions[times[i - 1]], values):
@@ -411,6 +435,7 @@ class HistoryPlanner(_EventTimePlanner):
             version[self.effective_from] = t
             versions[t] = version
             times.insert(i, t)
+            self._merge_around(times, versions, i, values)
         out: list[Mutation] = []
         for i, t in enumerate(times):
             version = versions[t]
@@ -424,7 +449,26 @@ class HistoryPlanner(_EventTimePlanner):
                 out.append(Mutation(MutationKind.INSERT, self._stamp(version, now)))
             elif self._differs(version, old, [c for c in version if c != self.last_updated]):
                 out.append(Mutation(MutationKind.UPDATE, self._stamp(version, now)))
+        for t, old in stored.items():  # merged into the version before them
+            if t not in versions:
+                row = {c: old[c] for c in self.key}
+                row[self.effective_from] = t
+                out.append(Mutation.owned(MutationKind.DELETE, row))
         return out
+
+    def _merge_around(
+        self, times: list[Any], versions: dict[Any, dict[str, Any]], i: int, values: Iterable[str]
+    ) -> None:
+        """Merge the version at ``times[i]`` (just added or corrected) with equal neighbours: it goes when it equals
+        the one before it, the one after it goes when equal to it (and so on while they are equal)."""
+        values = list(values)
+        j, end = max(i, 1), i + 1
+        while j < len(times) and j <= end:
+            if self._differs(versions[times[j]], versions[times[j - 1]], values):
+                j += 1
+            else:
+                del versions[times.pop(j)]
+                end = max(end - 1, j)
 
 
 def _time_kind(v: Any) -> str:
@@ -584,6 +628,9 @@ def _parse_time(raw: str) -> Any:
     except ValueError:
         pass
     try:
-        return dt.date.fromisoformat(v) if len(v) == 10 else dt.datetime.fromisoformat(v)
+        if len(v) == 10:
+            return dt.date.fromisoformat(v)
+        t = dt.datetime.fromisoformat(v)
+        return t if t.tzinfo is not None else t.replace(tzinfo=dt.timezone.utc)  # a timestamp without zone is UTC
     except ValueError:
         raise OptionError("planner.far_future", f"{raw!r} is neither an integer nor an ISO date or timestamp") from None

@@ -24,7 +24,7 @@ import datetime as dt
 import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
@@ -63,7 +63,7 @@ from spyt_queue.options import Options
 from spyt_queue.spark.source import _user_errors
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
-from .mutations import Key, Mutation, format_key, key_of
+from .mutations import Key, Mutation, MutationKind, format_key, key_of
 from .planners import HistoryPlanner, LatestPlanner, Planner, group_rows, plan_groups, planner_from_options
 
 __all__ = [
@@ -160,11 +160,15 @@ class KuduWriteCommit(WriterCommitMessage):
 # ------------------------------------------------------------------------------------------- the task
 
 
-def _naive_local(value: Any) -> Any:
-    """Arrow gives Spark timestamps as UTC-aware datetimes; Kudu reads give naive local ones (as Spark's Python
-    rows do): compare like with like."""
-    if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        return value.astimezone().replace(tzinfo=None)
+_UTC = dt.timezone.utc
+
+
+def _utc(value: Any) -> Any:
+    """A timestamp cell as an aware UTC datetime, the form Kudu reads give (so the planners compare like with
+    like, instants in UTC): Arrow gives a TimestampType as an aware datetime (its instant is kept) and a
+    TimestampNTZType as a naive one (its wall clock is taken as UTC). The executor's time zone never takes part."""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(_UTC) if value.tzinfo is not None else value.replace(tzinfo=_UTC)
     return value
 
 
@@ -175,9 +179,14 @@ def _rows(batches: Iterable[pa.RecordBatch], timestamp_columns: Sequence[str]) -
         for col in timestamp_columns:
             for row in part:
                 if col in row:
-                    row[col] = _naive_local(row[col])
+                    row[col] = _utc(row[col])
         rows.extend(part)
     return rows
+
+
+def _batch_time() -> dt.datetime:
+    """The ``last_updated`` value of a task: now, as an aware UTC datetime."""
+    return dt.datetime.now(_UTC)
 
 
 def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any = None) -> KuduWriteCommit:
@@ -200,14 +209,18 @@ def _write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: 
     table = get_client(config.masters, jars=config.jars).table(config.table)
     keys = group_rows(planner, rows, null_key=f"Kudu sink: NULL in a key column of table {config.table!r}")
     existing, scans = _existing(config, table, keys)
-    now = now if now is not None else dt.datetime.now().replace(tzinfo=None)
+    now = now if now is not None else _batch_time()
     mutations = plan_groups(planner, keys, existing, now=now)
     counts = {kind.value: n for kind, n in Counter(map(attrgetter("kind"), mutations)).items()}  # C-level loops
     if mutations:
         try:
             with table.session() as session:
-                session.apply_all(mutations)
+                writes, deletes = _split_deletes(mutations)
+                session.apply_all(writes)
                 session.flush()  # one flush; raises KuduWriteError listing refused rows
+                if deletes:  # merged history versions: removed only once the rows that replace them are in
+                    session.apply_all(deletes)
+                    session.flush()
         except KuduWriteError as error:
             conflict = _conflict(config, error)
             if conflict is None:
@@ -218,6 +231,16 @@ def _write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: 
             raise
     planned = list(map(repr, keys)) if config.key_check else []
     return KuduWriteCommit(rows=len(rows), keys=len(keys), mutations=counts, scans=scans, planned_keys=planned)
+
+
+def _split_deletes(mutations: list[Mutation]) -> tuple[list[Mutation], list[Mutation]]:
+    """``mutations`` without, and with, their DELETEs (``history``: a version merged into the one before it). The
+    DELETEs go in a second flush, once every other mutation was applied: a refused INSERT of the version that
+    absorbs a stored one never leaves the key without both."""
+    deletes = [m for m in mutations if m.kind is MutationKind.DELETE]
+    if not deletes:
+        return mutations, deletes
+    return [m for m in mutations if m.kind is not MutationKind.DELETE], deletes
 
 
 def _existing(config: KuduSinkConfig, table: Any, keys: Mapping[Key, None]) -> tuple[list[dict[str, Any]], int]:
@@ -280,8 +303,10 @@ def _write_diverting(
     refuses at the session's flush (a value too large, a duplicate key of an ``append`` INSERT, ...), matched to
     their mutations by row key. Not dead-lettered, the task fails: transient errors, an overflowing error
     collector, and a stored key met by another planner's INSERT or UPDATE (the stream is not partitioned by the
-    key). Dead letters are durable before the task returns."""
-    from .client import KuduWriteError, get_client
+    key). A row the planner can never plan (a NULL event time: :meth:`Planner.check_row`) is dead-lettered alone;
+    the other rows of its key are planned. DELETEs (``history`` merges) are applied after the other mutations,
+    only for keys none of whose mutations was refused. Dead letters are durable before the task returns."""
+    from .client import get_client
 
     planner = config.planner
     task = task_partition()
@@ -294,6 +319,11 @@ def _write_diverting(
             error = f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(planner.key, k)})"
             letters.append(dead.letter(*where, error, yson_payload(row)))
             continue
+        try:
+            planner.check_row(k, row)
+        except BadRecordError as error:  # this row alone: the key's other rows are planned
+            letters.append(dead.letter(*where, f"Kudu sink: {error}", yson_payload(row)))
+            continue
         groups.setdefault(k, []).append((where, row))
     kept = sum(len(g) for g in groups.values())
     counts: Counter[str] = Counter()
@@ -304,7 +334,7 @@ def _write_diverting(
         stored: dict[Key, list[dict[str, Any]]] = {}
         for row in existing:
             stored.setdefault(key_of(row, planner.key), []).append(row)
-        now = now if now is not None else dt.datetime.now().replace(tzinfo=None)
+        now = now if now is not None else _batch_time()
         planned: list[tuple[Mutation, tuple[str, int]]] = []
         for k, group in groups.items():
             try:
@@ -315,29 +345,19 @@ def _write_diverting(
             planned.extend((m, _origin(m, group)) for m in mutations)
         origin = {id(m): where for m, where in planned}
         refused: set[int] = set()
+        writes = [(m, where) for m, where in planned if m.kind is not MutationKind.DELETE]
         with table.session(track=True) as session:
-            for mutation, where in planned:
-                try:
-                    session.apply(mutation)
-                except KuduWriteError:
-                    raise
-                except BadRecordError as error:  # the row could not be built: nothing of it was sent
-                    message = f"Kudu sink: table {config.table!r} refused the row: {error}"
-                    letters.append(dead.letter(*where, message, yson_payload(dict(mutation.row))))
-                    refused.add(id(mutation))
-            try:
-                session.flush()
-            except KuduWriteError as error:
-                conflict = _conflict(config, error)
-                if conflict is not None or error.overflowed or any(e.transient for e in error.errors):
-                    raise conflict or error from None
-                for row_error, mutation in session.refused(error.errors):
-                    if mutation is None or (row_error.not_found and planner.name != "append"):
-                        raise
-                    message = f"Kudu sink: table {config.table!r} refused {row_error}"
-                    letters.append(dead.letter(*origin[id(mutation)], message, yson_payload(dict(mutation.row))))
-                    refused.add(id(mutation))
-        counts.update(m.kind.value for m, _ in planned if id(m) not in refused)
+            _apply_diverting(config, session, writes, origin, refused, letters, dead)
+            spoiled = {key_of(m.row, planner.key) for m, _ in writes if id(m) in refused}
+            deletes = [
+                (m, where)
+                for m, where in planned
+                if m.kind is MutationKind.DELETE and key_of(m.row, planner.key) not in spoiled
+            ]
+            if deletes:  # merged history versions, once the rows that replace them are in
+                _apply_diverting(config, session, deletes, origin, refused, letters, dead)
+            applied = [m for m, _ in writes + deletes]
+        counts.update(m.kind.value for m in applied if id(m) not in refused)
         _repair(config, table, (key_of(m.row, planner.key) for m, _ in planned if id(m) in refused), now)
     diverted = dead.write(letters, f" ({task})")  # durable before the task reports success
     return KuduWriteCommit(
@@ -348,6 +368,43 @@ def _write_diverting(
         planned_keys=[repr(k) for k in groups] if config.key_check else [],
         dead_letters=diverted,
     )
+
+
+def _apply_diverting(
+    config: KuduSinkConfig,
+    session: Any,
+    planned: Sequence[tuple[Mutation, tuple[str, int]]],
+    origin: Mapping[int, tuple[str, int]],
+    refused: set[int],
+    letters: list[DeadLetter],
+    dead: BoundDeadLetters,
+) -> None:
+    """Apply ``planned`` in ``session`` and flush it: a mutation the client can not build, or Kudu refuses, becomes
+    a dead letter (its id goes into ``refused``); transient errors, an overflowing error collector and a conflict
+    with another task's rows raise."""
+    from .client import KuduWriteError
+
+    for mutation, where in planned:
+        try:
+            session.apply(mutation)
+        except KuduWriteError:
+            raise
+        except BadRecordError as error:  # the row could not be built: nothing of it was sent
+            message = f"Kudu sink: table {config.table!r} refused the row: {error}"
+            letters.append(dead.letter(*where, message, yson_payload(dict(mutation.row))))
+            refused.add(id(mutation))
+    try:
+        session.flush()
+    except KuduWriteError as error:
+        conflict = _conflict(config, error)
+        if conflict is not None or error.overflowed or any(e.transient for e in error.errors):
+            raise conflict or error from None
+        for row_error, mutation in session.refused(error.errors):
+            if mutation is None or (row_error.not_found and config.planner.name != "append"):
+                raise
+            message = f"Kudu sink: table {config.table!r} refused {row_error}"
+            letters.append(dead.letter(*origin[id(mutation)], message, yson_payload(dict(mutation.row))))
+            refused.add(id(mutation))
 
 
 def _where(row: Mapping[str, Any], task: str, position: int) -> tuple[str, int]:
@@ -550,9 +607,10 @@ def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
     )
 
 
-def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) -> None:
+def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) -> KuduSinkConfig:
     """Create the table when missing and ``create_table=true``, else fail naming it; check the stream's columns and
-    the planner's maintained columns exist in it."""
+    the planner's maintained columns exist in it. Returns ``config`` with the ``history`` far-future sentinel fitted
+    to the table (:func:`_fit_far_future`)."""
     from .client import KuduTableNotFoundError, get_client
 
     client = get_client(config.masters, jars=config.jars)
@@ -577,6 +635,37 @@ def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) 
             f"Kudu table {config.table!r} has primary key {table.primary_key}, but the {config.planner.name} planner "
             f"writes rows keyed by {list(config.planner.primary_key)} (set planner.key to match)"
         )
+    return _fit_far_future(config, table, schema)
+
+
+#: The largest value of each Kudu integer type: the default far-future sentinel of an integer effective-to column.
+_INT_MAX = {"INT8": 2**7 - 1, "INT16": 2**15 - 1, "INT32": 2**31 - 1, "INT64": 2**63 - 1}
+
+
+def _fit_far_future(config: KuduSinkConfig, table: Any, schema: StructType) -> KuduSinkConfig:
+    """``history`` with an integer event time: current versions end at the largest value of the effective-to
+    column's type (2^31-1 for INT32; the planner's own default, 2^63-1, does not fit it), and a configured
+    ``planner.far_future`` that does not fit the column is an :class:`OptionError` naming both. Timestamp and date
+    sentinels (9999-12-31) fit UNIXTIME_MICROS and DATE."""
+    planner = config.planner
+    if not isinstance(planner, HistoryPlanner) or planner.effective_to is None:
+        return config
+    column = table.by_name[planner.effective_to]
+    high = _INT_MAX.get(column.type)
+    event = next((f for f in schema.fields if f.name == planner.event_time), None)
+    integral = event is not None and isinstance(event.dataType, (ByteType, ShortType, IntegerType, LongType))
+    if high is None or not integral:
+        return config
+    far = planner.far_future
+    if far is None:
+        return replace(config, planner=planner.with_far_future(high))
+    if isinstance(far, int) and not isinstance(far, bool) and not -high - 1 <= far <= high:
+        raise OptionError(
+            "planner.far_future",
+            f"{far} does not fit the effective-to column {planner.effective_to!r} ({column.type}) of Kudu table "
+            f"{config.table!r}: at most {high} (leave planner.far_future unset for the column's largest value)",
+        )
+    return config
 
 
 def kudu_stream_writer(options: Mapping[str, str] | Options, schema: StructType, overwrite: bool) -> KuduStreamWriter:
@@ -584,8 +673,7 @@ def kudu_stream_writer(options: Mapping[str, str] | Options, schema: StructType,
     opts = options if isinstance(options, Options) else Options(options)
     if overwrite:
         raise OptionError("outputMode", "spyt_kudu plans each micro-batch into the table; use outputMode append")
-    config = config_from_options(opts, schema)
-    prepare_table(opts, config, schema)
+    config = prepare_table(opts, config_from_options(opts, schema), schema)
     return KuduStreamWriter(config)
 
 
@@ -594,6 +682,5 @@ def kudu_batch_writer(options: Mapping[str, str] | Options, schema: StructType, 
     opts = options if isinstance(options, Options) else Options(options)
     if overwrite:
         raise OptionError("mode", "spyt_kudu plans rows into the table; use mode('append')")
-    config = config_from_options(opts, schema)
-    prepare_table(opts, config, schema)
+    config = prepare_table(opts, config_from_options(opts, schema), schema)
     return KuduBatchWriter(config)

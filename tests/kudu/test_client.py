@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import os
+import time
 import uuid
 
 import pytest
@@ -37,7 +39,7 @@ FULL = {
     "real": 1.5,
     "dbl": -2.25e300,
     "raw": b"\x00\xffbin",
-    "at": dt.datetime(2024, 2, 29, 23, 59, 58, 123456),
+    "at": dt.datetime(2024, 2, 29, 23, 59, 58, 123456, tzinfo=dt.timezone.utc),
     "amount": decimal.Decimal("-12345678.90"),
     "day": dt.date(1969, 12, 31),
     "code": "varchar!",
@@ -130,3 +132,43 @@ def test_values_that_do_not_fit_name_the_column(client) -> None:
 def test_missing_table_is_named(client) -> None:
     with pytest.raises(KuduTableNotFoundError, match="'no_such_table'"):
         client.table("no_such_table")
+
+
+def test_decimal_38_digits_round_trip_without_touching_the_global_context(client) -> None:
+    """DECIMAL(38, s) values beyond the 28 digits of Python's default context are written exactly, through a local
+    context: the process's context stays as it was. More digits than the column's precision is refused."""
+    cols = [ColumnSpec("k", "int64", key=True), ColumnSpec("d", "decimal", precision=38, scale=10)]
+    table = client.create_table(table_name("dec38"), cols, hash_columns=["k"], hash_buckets=2)
+    big = decimal.Decimal("9" * 28 + "." + "9" * 10)
+    table.apply([Mutation("insert", {"k": 1, "d": big}), Mutation("insert", {"k": 2, "d": big.copy_negate()})])
+    assert sorted(r["d"] for r in table.read_all()) == [big.copy_negate(), big]
+    assert decimal.getcontext().prec == 28
+    with pytest.raises(BadRecordError, match=r"'d' \(DECIMAL\(38, 10\)\).*29 digits before the point"):
+        table.apply([Mutation("insert", {"k": 3, "d": decimal.Decimal("1" * 29)})])
+
+
+def test_timestamps_are_utc_instants_whatever_the_process_time_zone(client, monkeypatch) -> None:
+    """UNIXTIME_MICROS holds UTC microseconds: an aware datetime is written as its instant, a naive one as its
+    wall clock taken as UTC, and reads are aware UTC datetimes, in any process time zone (here New York, on the
+    fall-back night and inside the spring-forward gap)."""
+    utc = dt.timezone.utc
+    cols = [ColumnSpec("k", "int64", key=True), ColumnSpec("at", "unixtime_micros")]
+    table = client.create_table(table_name("tz"), cols, hash_columns=["k"], hash_buckets=2)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        written = {
+            1: dt.datetime(2024, 11, 3, 5, 30, tzinfo=utc),
+            2: dt.datetime(2024, 11, 3, 6, 30, tzinfo=utc),
+            3: dt.datetime(2024, 3, 10, 2, 30, 0, 7),  # naive, in New York's gap
+            4: dt.datetime(2024, 11, 3, 1, 30, tzinfo=dt.timezone(dt.timedelta(hours=-5))),
+        }
+        table.apply([Mutation("insert", {"k": k, "at": v}) for k, v in written.items()])
+        got = {r["k"]: r["at"] for r in table.read_all()}
+        assert got == {1: written[1], 2: written[2], 3: written[3].replace(tzinfo=utc), 4: written[2]}
+        assert all(v.tzinfo is utc for v in got.values())
+        assert [r["k"] for r in table.scan(equal={"at": written[2]})] in ([2, 4], [4, 2])
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert os.environ.get("TZ") is None

@@ -677,3 +677,44 @@ def test_kudu_history_refused_versions_go_to_the_dead_letter_table_and_keys_stay
     too_large = "value too large for column 's' (70000 bytes, maximum is 65536 bytes)"
     _assert_letters(yt, dead[0], f"kudu:{table}", {0: too_large, 2: too_large})
     assert _offsets(yt, queue, consumer) == {0: 4}
+
+
+# -- the Kudu sink, history planner: only the bad row of a key is diverted -----------------------------------------
+
+HISTORY_BAD_ROWS = [
+    {"id": 0, "k": 7, "n": 2, "s": "a", "r": "x"},
+    {"id": 1, "k": 7, "n": None, "s": "b", "r": "x"},  # NULL event time: this row only is refused
+    {"id": 2, "k": 7, "n": 3, "s": "c", "r": "x"},
+    {"id": 3, "k": 8, "n": 1, "s": "toolong", "r": "x"},  # longer than VARCHAR(5): refused, never truncated
+    {"id": 4, "k": 8, "n": 2, "s": "ok", "r": "x"},
+]
+
+
+def test_kudu_history_bad_rows_go_to_the_dead_letter_table_and_their_keys_keep_the_valid_versions(
+    spark, yt, yt_proxy, yt_root, kudu, dead, checkpoint
+) -> None:
+    """A NULL event time diverts its own row, not every version of its key; a string longer than its VARCHAR(5)
+    column is diverted, not stored truncated. The key's other versions are written, one of them current."""
+    from spyt_queue.sinks.kudu.client import ColumnSpec, get_client
+
+    table = f"dl_{uuid.uuid4().hex[:8]}"
+    specs = [
+        ColumnSpec("k", "int64", key=True, nullable=False),
+        ColumnSpec("n", "int64", key=True, nullable=False),
+        ColumnSpec("id", "int64"),
+        ColumnSpec("s", "varchar", length=5),
+        ColumnSpec("effective_to", "int64"),
+        ColumnSpec("is_current", "bool"),
+        ColumnSpec(SOURCE[0], "int64"),
+        ColumnSpec(SOURCE[1], "int64"),
+    ]
+    get_client(kudu.master_addresses).create_table(table, specs, hash_columns=["k"], hash_buckets=2)
+    df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, HISTORY_BAD_ROWS)
+    _finish(_to_history(df, kudu, table, checkpoint, **dead[1]))
+    assert _versions(kudu, table) == [(7, 2, 2, False, "a"), (7, 3, 2**63 - 1, True, "c"),
+                                      (8, 2, 2**63 - 1, True, "ok")]  # fmt: skip
+    _assert_letters(yt, dead[0], f"kudu:{table}", {
+        1: "NULL in event-time column 'n' (k=7)",
+        3: "'toolong' (7 characters) is longer than Kudu column 's' VARCHAR(5)",
+    })  # fmt: skip
+    assert _offsets(yt, queue, consumer) == {0: 5}

@@ -7,6 +7,7 @@ The examples follow ../shared/notes/sinks-and-offset-stores.md §1.1-1.3 (Type I
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import random
 import re
 from collections.abc import Sequence
@@ -451,7 +452,7 @@ def test_planner_from_options() -> None:
     assert isinstance(p, HistoryPlanner)
     assert p.primary_key == ("tenant", "id", "from_ts")
     assert (p.current_true, p.current_false, p.last_updated) == ("Y", "N", None)
-    assert p.far_future == dt.datetime(9999, 12, 31)
+    assert p.far_future == dt.datetime(9999, 12, 31, tzinfo=dt.timezone.utc), "a timestamp without zone is UTC"
     assert planner_from_options({"planner.key": "id"}).name == "upsert"
     flags = planner_from_options({"planner": "history", "planner.key": "id", "planner.current_flag.true": "TRUE"})
     assert flags.current_true is True  # type: ignore[attr-defined]
@@ -484,3 +485,138 @@ def test_last_updated_comes_from_the_caller_and_is_not_a_value(planner: Planner)
     state, _ = run(planner, [], batch, now=1)
     assert state[0]["last_updated"] == 1
     assert plan_batch(planner, [r(10, float("nan"), last_updated="changed at the source")], state, now=2) == []
+
+
+# ---------------------------------------------------------------- issue 19: history in canonical merged form
+
+
+MERGED = [(1, 10, 29, False, "A"), (1, 30, INF, True, "B")]
+VERSIONS_10A_20A_30B = [r(10, "A"), r(20, "A"), r(30, "B")]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+def test_history_equal_consecutive_versions_merge_in_any_order_within_a_batch(order: tuple[int, ...]) -> None:
+    """10:A, 20:A, 30:B in one batch, any order: 10..29 A, 30.. B (20:A arriving first gave a row of its own)."""
+    state, muts = run(HIST, [], [VERSIONS_10A_20A_30B[i] for i in order])
+    assert hist_view(state) == MERGED
+    assert all(m.kind is MutationKind.INSERT for m in muts)
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(3))), ids=str)
+@pytest.mark.parametrize("cuts", [(1,), (2,), (1, 2)], ids=str)
+def test_history_equal_consecutive_versions_merge_in_any_order_across_batches(
+    order: tuple[int, ...], cuts: tuple[int, ...]
+) -> None:
+    """The same versions cut into two or three batches: the same two rows; replaying any batch writes nothing."""
+    rows = [VERSIONS_10A_20A_30B[i] for i in order]
+    batches = [rows[a:b] for a, b in zip([0, *cuts], [*cuts, len(rows)], strict=True)]
+    state = run_batches(HIST, batches)
+    assert hist_view(state) == MERGED, batches
+    for batch in batches:
+        assert plan_batch(HIST, batch, state, now=1) == []
+
+
+def test_history_late_version_equal_to_the_next_one_takes_its_place() -> None:
+    """20:A stored, then 10:A: the stored row from 20 is deleted and 10 holds A until 20's effective-to (the one
+    row key 20 had is not left beside it)."""
+    state, _ = run(HIST, [], [r(20, "A"), r(40, "B")])
+    state, muts = run(HIST, state, [r(10, "A")])
+    assert hist_view(state) == [(1, 10, 39, False, "A"), (1, 40, INF, True, "B")]
+    assert sorted(kinds(muts)) == [("delete", 20), ("insert", 10)]
+    assert [dict(m.row) for m in muts if m.kind is MutationKind.DELETE] == [{"id": 1, "ts": 20}]
+
+
+def test_history_correction_equal_to_a_neighbour_merges() -> None:
+    """A same-time correction that makes a version equal to the one before it merges the two."""
+    state, _ = run(HIST, [], [r(10, "A"), r(20, "B"), r(30, "C")])
+    state, muts = run(HIST, state, [r(20, "A")])
+    assert hist_view(state) == [(1, 10, 29, False, "A"), (1, 30, INF, True, "C")]
+    assert sorted(kinds(muts)) == [("delete", 20), ("update", 10)]
+
+
+def test_history_stored_versions_no_arrival_changes_are_never_merged() -> None:
+    """A key stored with two consecutive equal versions (written with the event time in planner.values) keeps
+    them: a batch adding a later version only closes the last one, and the repair deletes nothing either."""
+    stored = [
+        {"id": 1, "ts": 10, "v": "A", "effective_to": 19, "is_current": False, "last_updated": 0},
+        {"id": 1, "ts": 20, "v": "A", "effective_to": INF, "is_current": True, "last_updated": 0},
+    ]
+    state, muts = run(HIST, stored, [r(30, "B")])
+    assert hist_view(state) == [(1, 10, 19, False, "A"), (1, 20, 29, False, "A"), (1, 30, INF, True, "B")]
+    assert sorted(kinds(muts)) == [("insert", 30), ("update", 20)]
+    assert HIST.repair((1,), stored, now=0) == []
+
+
+def _merged_history(versions: dict[int, str], key: int) -> list[tuple[Any, ...]]:
+    """The canonical merged form of a key's versions, computed without the planner: a version equal to the one
+    before it in time is part of that one."""
+    starts = [t for i, t in enumerate(sorted(versions)) if i == 0 or versions[t] != versions[sorted(versions)[i - 1]]]
+    return [
+        (key, t, starts[i + 1] - 1 if i + 1 < len(starts) else INF, i + 1 == len(starts), versions[t])
+        for i, t in enumerate(starts)
+    ]
+
+
+def test_history_with_repeated_values_is_independent_of_arrival_order_and_batch_boundaries() -> None:
+    """Property (fixed seed, 400 trials): versions of 1-3 keys whose values run in blocks (A A B C C: a value never
+    comes back after another one), plus replayed duplicates, shuffled and cut into random batches, always end in the
+    merged history of the version set; replaying any batch writes nothing."""
+    rng = random.Random(19)
+    for _ in range(400):
+        rows: list[dict[str, Any]] = []
+        expected: list[tuple[Any, ...]] = []
+        for key in range(1, rng.randint(1, 3) + 1):
+            times = sorted(rng.sample(range(0, 60), rng.randint(1, 8)))
+            versions: dict[int, str] = {}
+            value = 0
+            for t in times:
+                value += rng.random() < 0.4 and bool(versions)
+                versions[t] = f"{key}-{value}"
+            rows += [r(t, v, id=key) for t, v in versions.items()]
+            rows += [r(t, versions[t], id=key) for t in rng.choices(times, k=rng.randint(0, 3))]
+            expected += _merged_history(versions, key)
+        batches = _random_batches(rng, rows)
+        state = run_batches(HIST, batches)
+        assert hist_view(state) == expected, batches
+        for batch in batches:
+            assert plan_batch(HIST, batch, state, now=1) == [], "replay must write nothing"
+
+
+def test_history_a_value_coming_back_after_a_merged_version_is_the_documented_limit() -> None:
+    """Merging forgets the merged version's time: 10:A and 20:A stored as one row from 10, then 15:B gives
+    10..14 A, 15.. B, where the order 10, 15, 20 keeps 20:A. The README states this; listing the event time in
+    planner.values keeps every version instead."""
+    assert hist_view(run_batches(HIST, [[r(10, "A")], [r(20, "A")], [r(15, "B")]])) == [
+        (1, 10, 14, False, "A"),
+        (1, 15, INF, True, "B"),
+    ]
+    assert hist_view(run_batches(HIST, [[r(10, "A")], [r(15, "B")], [r(20, "A")]])) == [
+        (1, 10, 14, False, "A"),
+        (1, 15, 19, False, "B"),
+        (1, 20, INF, True, "A"),
+    ]
+
+
+# ---------------------------------------------------------------- issue 19: rows refused on their own
+
+
+@pytest.mark.parametrize("planner", [HIST, LATEST], ids=["history", "latest"])
+def test_check_row_names_a_row_that_can_never_be_planned(planner: Planner) -> None:
+    """The sink diverts such a row alone (its key's other rows are planned): a NULL, missing or non-time event
+    time; a good row passes."""
+    planner.check_row((7,), r(10, "a", id=7))
+    with pytest.raises(BadRecordError, match=r"NULL in event-time column 'ts' \(id=7\)"):
+        planner.check_row((7,), r(None, "a", id=7))
+    with pytest.raises(BadRecordError, match="has no column 'ts'"):
+        planner.check_row((7,), {"id": 7, "v": "a"})
+    with pytest.raises(BadRecordError, match="is not an integer, date or timestamp"):
+        planner.check_row((7,), r("noon", "a", id=7))
+    UpsertPlanner(["id"]).check_row((7,), {"id": 7})
+
+
+def test_history_with_far_future_returns_a_copy() -> None:
+    """The sink fits the far-future sentinel to the effective-to column (2^31-1 for INT32) without changing the
+    planner it was given."""
+    narrow = HIST.with_far_future(2**31 - 1)
+    assert narrow is not HIST and HIST.far_future is None
+    assert hist_view(run(narrow, [], [r(10, "a")])[0]) == [(1, 10, 2**31 - 1, True, "a")]
