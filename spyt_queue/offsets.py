@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import uuid4
 
 from spyt_queue.errors import SpytQueueError
 
@@ -60,6 +61,10 @@ class StreamOffset:
       value after a restart is this query's own starting point, not another query's progress. An entry is dropped
       once the query's position reaches it.
     * ``initial`` marks the un-journaled initial offset (never logged by Spark; a restart recomputes it).
+    * ``writer``: the query's writer token, drawn once when the query starts (its initial offset) and carried in
+      every offset after it, so it survives restarts of the same checkpoint. Stores keep it beside the positions
+      it commits, which is how a committer proves that positions it finds already at its target were written by
+      this query (a lost reply) and not by another query on the same consumer or group.
     """
 
     source: str
@@ -67,6 +72,7 @@ class StreamOffset:
     batch_start: Mapping[str, int] | None = None
     baseline: Mapping[str, int] = field(default_factory=dict)
     initial: bool = False
+    writer: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The canonical dict handed to Spark (insertion order is the serialization order)."""
@@ -81,6 +87,8 @@ class StreamOffset:
             data["baseline"] = _canonical(self.baseline)
         if self.initial:
             data["initial"] = True
+        if self.writer:
+            data["writer"] = self.writer
         return data
 
     @classmethod
@@ -116,4 +124,10 @@ class StreamOffset:
             batch_start=ints("batch_start") if "batch_start" in data else None,
             baseline=ints("baseline"),
             initial=bool(data.get("initial", False)),
+            writer=str(data["writer"]) if data.get("writer") else None,
         )
+
+
+def new_writer_token() -> str:
+    """A fresh writer token for a query's offsets (see :attr:`StreamOffset.writer`)."""
+    return uuid4().hex

@@ -25,7 +25,7 @@ from pyspark.sql.streaming.datasource import (  # PySpark >= 4.2: admission cont
 from spyt_queue.backend import PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError
-from spyt_queue.offsets import StreamOffset
+from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
@@ -51,6 +51,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_bounds: dict[str, PartitionBounds] | None = None
         self._last_batch_at = time.monotonic()
         self._commits: ThreadPoolExecutor | None = None
+        self._writer: str | None = None  # this run's token for offsets of checkpoints written before tokens
         backend.schema()  # fetched once here, then carried to executors inside every input partition
 
     def __getstate__(self) -> dict[str, Any]:
@@ -87,7 +88,9 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         f"offset {position} of {key} is beyond its end {bounds[key].upper}",
                     )
             ahead = {k: v for k, v in committed.items() if v is not None and k in positions and v > positions[k]}
-            self._initial = StreamOffset(self.backend.source_id, positions, baseline=ahead, initial=True).to_json()
+            self._initial = StreamOffset(
+                self.backend.source_id, positions, baseline=ahead, initial=True, writer=new_writer_token()
+            ).to_json()
             log.info("initial offset %s", self._initial)
         return self._initial
 
@@ -171,7 +174,12 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else {k: v for k, v in current.baseline.items() if plan.end.get(k, v) < v}
         )
         batch_start = dict(current.positions) if current.initial else None
-        return StreamOffset(self.backend.source_id, plan.end, batch_start=batch_start, baseline=baseline).to_json()
+        if current.writer is None and self._writer is None:
+            self._writer = new_writer_token()  # a checkpoint written before writer tokens: this run draws one
+        writer = current.writer or self._writer
+        return StreamOffset(
+            self.backend.source_id, plan.end, batch_start=batch_start, baseline=baseline, writer=writer
+        ).to_json()
 
     def _should_delay(self, start: dict[str, int], bounds: dict[str, PartitionBounds], limit: Any) -> bool:
         """``minOffsetsPerTrigger``: wait for enough new rows, but no longer than ``maxTriggerDelay``."""
@@ -224,7 +232,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _commit(self, offset: StreamOffset, caller: str) -> bool:
         """Advance the store to ``offset``; return ``False`` when a transient failure left it for the next try."""
         try:
-            self.committer.advance_to(dict(offset.positions), own=offset.baseline)
+            self.committer.advance_to(dict(offset.positions), own=offset.baseline, writer=offset.writer)
         except ConsumerConflictError:
             raise
         except CommitError as error:

@@ -21,6 +21,10 @@ class OffsetStore(ABC):
       rewrites them, others may skip them.
     * Transient failures (network, leader moves, lock conflicts) raise errors for which :meth:`is_transient` is
       true; the caller retries, and a retry after a lost response finds ``new`` already stored.
+    * ``writer`` (the query's token, see :attr:`~spyt_queue.offsets.StreamOffset.writer`) is stored with the
+      positions in the same atomic write by stores that can keep one (:attr:`KEEPS_WRITER`), and
+      :meth:`written_by` tells whether the stored positions were written by that writer. Finding positions equal to
+      one's own target proves nothing by itself: another query on the same group may have moved them there.
     * Stores for different groups (or different sources) on one server never see each other's positions.
     * Unreadable content (garbage written by someone else) raises :class:`~spyt_queue.errors.SpytQueueError`
       naming the place.
@@ -30,13 +34,28 @@ class OffsetStore(ABC):
     def committed(self) -> dict[str, int | None]:
         """The committed position per partition key; partitions without one may be absent or ``None``."""
 
+    #: Whether :meth:`advance` stores its ``writer`` with the positions, so that :meth:`written_by` can answer.
+    KEEPS_WRITER: ClassVar[bool] = False
+
     @abstractmethod
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Atomically move the positions from ``old`` to ``new`` (compare-and-set across partitions)."""
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
+        """Atomically move the positions from ``old`` to ``new`` (compare-and-set across partitions), recording
+        ``writer`` with them where the store keeps writers."""
+
+    def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
+        """Whether ``positions`` (all stored now) were last written by ``writer``: ``True``/``False`` for stores
+        that keep writers, ``None`` when the store can not tell (it keeps none, or the positions were written
+        without one)."""
+        return None
 
     @abstractmethod
     def is_transient(self, error: BaseException) -> bool:
         """Whether ``error`` is worth retrying."""
+
+    def outcome_unknown(self, error: BaseException) -> bool:
+        """Whether an :meth:`advance` that raised ``error`` may nevertheless have been applied (its reply lost):
+        by default every transient error; a store whose server answers definite refusals says which are not."""
+        return self.is_transient(error)
 
     @abstractmethod
     def describe(self) -> str:

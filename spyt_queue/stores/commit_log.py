@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from spyt_queue.errors import ConsumerConflictError, OptionError
+from spyt_queue.redaction import shown
 from spyt_queue.stores.base import ConnectedStore
 
 #: Old commits are pruned every this many commits.
@@ -31,9 +32,15 @@ class CommitLogStore(ConnectedStore):
     NUMBER: ClassVar[str] = "commit"
     keep: int
 
+    KEEPS_WRITER = True
+
     @abstractmethod
     def newest(self) -> tuple[int, dict[str, int]]:
         """``(number, positions)`` of the newest commit; ``(0, {})`` before the first one."""
+
+    @abstractmethod
+    def newest_document(self) -> tuple[int, dict[str, Any]]:
+        """``(number, parsed JSON document)`` of the newest commit; ``(0, {})`` before the first one."""
 
     @abstractmethod
     def _put_if_absent(self, number: int, document: str) -> bool:
@@ -49,16 +56,35 @@ class CommitLogStore(ConnectedStore):
     def _after_put(self, number: int, previous: int) -> None:
         """Called once commit ``number`` is written (a store may check it really became the head)."""
 
-    def document(self, number: int, positions: Mapping[str, int]) -> str:
-        """The JSON a commit holds: format version, its number and every partition's next offset."""
-        doc = {"version": FORMAT_VERSION, self.NUMBER: number, "positions": dict(sorted(positions.items()))}
+    def document(self, number: int, positions: Mapping[str, int], writer: str | None = None) -> str:
+        """The JSON a commit holds: format version, its number, every partition's next offset and (when known) the
+        writer token of the query that wrote it."""
+        doc: dict[str, Any] = {
+            "version": FORMAT_VERSION,
+            self.NUMBER: number,
+            "positions": dict(sorted(positions.items())),
+        }
+        if writer:
+            doc["writer"] = writer
         return json.dumps(doc, separators=(",", ":"))
+
+    def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
+        """Whether the newest commit holds ``positions`` and was written by ``writer`` (``None``: no writer in it).
+
+        The newest commit holds every partition, and a commit moving a partition carries its writer, so the newest
+        one's writer wrote every value the committer compares with its target."""
+        _, doc = self.newest_document()
+        stored = doc.get("writer")
+        if not stored:
+            return None
+        held = doc.get("positions") or {}
+        return stored == writer and all(held.get(key) == value for key, value in positions.items())
 
     def committed(self) -> dict[str, int | None]:
         """Every partition of the newest commit, and its next offset."""
         return dict(sorted(self.newest()[1].items()))
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
         """Write commit ``n + 1`` with every partition if commit ``n`` matches ``old`` (see the module docstring)."""
         if not new:
             return
@@ -74,7 +100,7 @@ class CommitLogStore(ConnectedStore):
             return  # nothing moves
         mine = number + 1
         positions = {**current, **{key: int(value) for key, value in new.items()}}
-        if not self._put_if_absent(mine, self.document(mine, positions)):
+        if not self._put_if_absent(mine, self.document(mine, positions, writer)):
             raise ConsumerConflictError(
                 f"{self.describe()}: {self.NUMBER} {mine} was written by someone else while advancing from "
                 f"{self.NUMBER} {number}; nothing was written. Another query (or tool) is moving the same "
@@ -91,4 +117,12 @@ def uri_flag(option: str, name: str, value: str) -> bool:
         return True
     if value.lower() in ("false", "0", "no"):
         return False
-    raise OptionError(option, f"{name} must be true or false, got {value!r}")
+    raise OptionError(option, f"{name} must be true or false, got {shown(option, value)}")
+
+
+def refuse_credentials(option: str, uri: str, why: str) -> None:
+    """Refuse ``user[:password]@`` in the URI of a store that takes no credentials, saying ``why`` (the URI is
+    shown with its password masked)."""
+    head = uri.partition("://")[2].partition("?")[0]
+    if "@" in head.partition("/")[0]:
+        raise OptionError(option, f"{shown(option, uri)}: this store takes no credentials; {why}")

@@ -42,7 +42,8 @@ from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 from spyt_queue.errors import OptionError, SpytQueueError
-from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, uri_flag
+from spyt_queue.redaction import shown
+from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, refuse_credentials, uri_flag
 
 __all__ = ["HBaseStore", "commit_row_key", "from_uri", "parse_uri"]
 
@@ -53,6 +54,11 @@ DEFAULT_FAMILY = "o"
 DEFAULT_KEEP = 1000
 DEFAULT_TIMEOUT = 10.0
 QUALIFIER = "positions"
+#: Why the store takes no ``offsets.store.user``/``offsets.store.password`` (nor ``user:password@`` in the URI).
+NO_CREDENTIALS = (
+    "the HBase store talks to the Thrift gateway without authentication (happybase has none): keep the gateway on a "
+    "trusted network"
+)
 #: Digits of the reversed commit number in row keys.
 WIDTH = 20
 _TOP = 10**WIDTH - 1
@@ -199,6 +205,11 @@ class HBaseStore(CommitLogStore):
     # ------------------------------------------------------------------------------------------- reads
 
     def _parse(self, row: bytes, data: Mapping[bytes, bytes]) -> tuple[int, dict[str, int]]:
+        commit, doc = self._parse_document(row, data)
+        return commit, doc["positions"]
+
+    def _parse_document(self, row: bytes, data: Mapping[bytes, bytes]) -> tuple[int, dict[str, Any]]:
+        """``(commit number, document)`` of one commit row; ``document["positions"]`` holds checked offsets."""
         where = f"HBase table {self.table!r} on {self.host}:{self.port}, row {row.decode('utf-8', 'replace')!r}"
         suffix = row[len(self.prefix) :]
         value = data.get(self.column)
@@ -219,10 +230,15 @@ class HBaseStore(CommitLogStore):
                 f"{where} holds {shown!r}, not a commit of positions written by spyt-queue "
                 "(was it written by another tool?); fix or delete the row"
             ) from None
-        return commit, parsed
+        return commit, {**doc, "positions": parsed}
 
     def newest(self) -> tuple[int, dict[str, int]]:
         """``(commit number, positions)`` of the newest commit, ``(0, {})`` when there is none."""
+        commit, doc = self.newest_document()
+        return commit, doc.get("positions", {})
+
+    def newest_document(self) -> tuple[int, dict[str, Any]]:
+        """``(commit number, document)`` of the newest commit, ``(0, {})`` when there is none."""
         if not self._ensure_table(create=False):
             return 0, {}
 
@@ -232,7 +248,7 @@ class HBaseStore(CommitLogStore):
         rows = self._call(scan, idempotent=True)
         if not rows:
             return 0, {}
-        return self._parse(*rows[0])
+        return self._parse_document(*rows[0])
 
     def history(self, limit: int = 10) -> list[tuple[int, int, dict[str, int]]]:
         """The newest ``limit`` commits as ``(commit number, commit time in ms, positions)``, newest first."""
@@ -296,15 +312,18 @@ def parse_uri(uri: str) -> dict:
     ``timeout``, ``transport``, ``protocol``) of an ``hbase://`` URI; nothing is contacted."""
     scheme, sep, rest = uri.partition("://")
     if not sep or scheme.lower() != SCHEME:
-        raise OptionError(OPTION, f"expected 'hbase://thrift-host:9090/<table>', got {uri!r}")
+        raise OptionError(OPTION, f"expected 'hbase://thrift-host:9090/<table>', got {shown(OPTION, uri)}")
+    refuse_credentials(OPTION, uri, NO_CREDENTIALS)
     rest, _, query = rest.partition("?")
     netloc, _, path = rest.partition("/")
     host, colon, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
     if not host or (colon and not port.isdigit()):
-        raise OptionError(OPTION, f"the HBase Thrift gateway in {uri!r} is not 'host' or 'host:port'")
+        raise OptionError(OPTION, f"the HBase Thrift gateway in {shown(OPTION, uri)} is not 'host' or 'host:port'")
     table = unquote(path.strip("/"))
     if not table or "/" in table or not all(c.isalnum() or c in "_-.:" for c in table):
-        raise OptionError(OPTION, f"expected one HBase table name after the host in {uri!r} ('hbase://h:9090/t')")
+        raise OptionError(
+            OPTION, f"expected one HBase table name after the host in {shown(OPTION, uri)} ('hbase://h:9090/t')"
+        )
     params: dict[str, str] = {}
     for pair in filter(None, query.split("&")):
         name, _, value = pair.partition("=")
@@ -317,9 +336,11 @@ def parse_uri(uri: str) -> dict:
         keep = int(params.get("keep", DEFAULT_KEEP))
         timeout = float(params.get("timeout", DEFAULT_TIMEOUT))
     except ValueError:
-        raise OptionError(OPTION, f"keep must be an integer and timeout a number of seconds in {uri!r}") from None
+        raise OptionError(
+            OPTION, f"keep must be an integer and timeout a number of seconds in {shown(OPTION, uri)}"
+        ) from None
     if keep < 0 or timeout <= 0:
-        raise OptionError(OPTION, f"keep must be >= 0 and timeout > 0 in {uri!r}")
+        raise OptionError(OPTION, f"keep must be >= 0 and timeout > 0 in {shown(OPTION, uri)}")
     family = params.get("family", DEFAULT_FAMILY)
     if not family or not all(c.isalnum() or c in "_-." for c in family):
         raise OptionError(OPTION, f"family must be a column family name, got {family!r}")

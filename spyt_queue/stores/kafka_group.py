@@ -41,7 +41,22 @@ class KafkaGroupStore(OffsetStore):
 
         return with_retries(self._committed, "fetching committed offsets")
 
+    KEEPS_WRITER = True
+
     def _committed(self) -> dict[str, int | None]:
+        return {key: offset for key, (offset, _) in self._committed_with_metadata().items()}
+
+    def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
+        """Whether every partition of ``positions`` holds its value with ``writer`` as its commit metadata."""
+        from spyt_queue.kafka.backend import with_retries
+
+        found = with_retries(self._committed_with_metadata, "fetching committed offsets")
+        writers = {found.get(key, (None, ""))[1] for key in positions}
+        if "" in writers:
+            return None
+        return writers == {writer} and all(found[key][0] == value for key, value in positions.items())
+
+    def _committed_with_metadata(self) -> dict[str, tuple[int | None, str]]:
         """The group's offsets, fetched by a consumer of the group that never joins it.
 
         Not through ``AdminClient.list_consumer_group_offsets``: librdkafka (2.16 included) crashes the process
@@ -61,10 +76,14 @@ class KafkaGroupStore(OffsetStore):
         failed = [tp for tp in answer if tp.error is not None]
         if failed:
             raise KafkaException(failed[0].error)
-        return {f"{tp.topic}:{tp.partition}": (int(tp.offset) if tp.offset >= 0 else None) for tp in answer}
+        return {
+            f"{tp.topic}:{tp.partition}": (int(tp.offset) if tp.offset >= 0 else None, tp.metadata or "")
+            for tp in answer
+        }
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Commit every partition of ``new`` to the group after checking it still holds ``old``.
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
+        """Commit every partition of ``new`` to the group after checking it still holds ``old``; ``writer`` travels
+        as every partition's commit metadata (Kafka's ``OffsetAndMetadata``).
 
         ``new`` holds every partition of the committed target, unchanged ones too: recommitting them keeps the
         broker from expiring an idle partition's offset (``offsets.retention.minutes`` counts from its last
@@ -94,7 +113,8 @@ class KafkaGroupStore(OffsetStore):
                 ", ".join(f"{k} (was {old[k]})" for k in expired),
             )
         request = ConsumerGroupTopicPartitions(
-            self.group_id, [TopicPartition(*split_key(k), int(v)) for k, v in new.items()]
+            self.group_id,
+            [TopicPartition(*split_key(k), int(v), metadata=writer or "") for k, v in new.items()],
         )
         admin = admin_client(self.config)
         try:

@@ -38,7 +38,8 @@ from typing import Any, ClassVar
 from urllib.parse import unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError, UnreachableError
-from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, uri_flag
+from spyt_queue.redaction import shown
+from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, refuse_credentials, uri_flag
 
 __all__ = ["KuduStore", "from_uri", "parse_uri"]
 
@@ -48,6 +49,11 @@ DEFAULT_PORT = 7051
 DEFAULT_KEEP = 100
 DEFAULT_BUCKETS = 2
 COLUMNS = ("group_id", "source", "generation", "positions", "updated")
+#: Why the store takes no ``offsets.store.user``/``offsets.store.password`` (nor ``user:password@`` in the URI).
+NO_CREDENTIALS = (
+    "Kudu authenticates clients with Kerberos, not a password: run kinit (or give the process a keytab) before "
+    "starting Spark"
+)
 
 
 class KuduStore(CommitLogStore):
@@ -130,6 +136,10 @@ class KuduStore(CommitLogStore):
     # ------------------------------------------------------------------------------------------- reads
 
     def _parse(self, row: Mapping[str, Any]) -> dict[str, int]:
+        return self._parse_document(row)["positions"]
+
+    def _parse_document(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """The JSON document of one commit row; its ``positions`` hold checked integer offsets."""
         where = f"table {self.table_name!r}, row (group_id={self.group!r}, source={self.source!r}, " + (
             f"generation={row['generation']})"
         )
@@ -141,7 +151,7 @@ class KuduStore(CommitLogStore):
             out = {str(k): int(v) for k, v in positions.items()}
             if any(isinstance(v, bool) or not isinstance(v, int) for v in positions.values()):
                 raise ValueError("positions are not integers")
-            return out
+            return {**doc, "positions": out}
         except (ValueError, TypeError, KeyError, AttributeError):
             raise SpytQueueError(
                 f"{self.describe()}: {where} is not a commit of positions: {str(row['positions'])[:80]!r}"
@@ -156,6 +166,11 @@ class KuduStore(CommitLogStore):
 
     def newest(self) -> tuple[int, dict[str, int]]:
         """``(generation, positions)`` of the newest commit; ``(0, {})`` before the first one."""
+        generation, doc = self.newest_document()
+        return generation, doc.get("positions", {})
+
+    def newest_document(self) -> tuple[int, dict[str, Any]]:
+        """``(generation, document)`` of the newest commit; ``(0, {})`` before the first one."""
         table = self._open(create=False)
         if table is None:
             return 0, {}
@@ -163,7 +178,7 @@ class KuduStore(CommitLogStore):
         if not rows:
             return 0, {}
         head = max(rows, key=lambda r: r["generation"])
-        return int(head["generation"]), self._parse(head)
+        return int(head["generation"]), self._parse_document(head)
 
     def history(self, limit: int = 10) -> list[tuple[int, dict[str, int]]]:
         """The newest ``limit`` retained commits, newest first: ``(generation, positions)``."""
@@ -233,18 +248,23 @@ def parse_uri(uri: str) -> dict:
     ``kudu://`` URI; nothing is contacted."""
     scheme, sep, rest = uri.partition("://")
     if not sep or scheme.lower() != SCHEME:
-        raise OptionError(OPTION, f"expected 'kudu://master:7051/<table>', got {uri!r}")
+        raise OptionError(OPTION, f"expected 'kudu://master:7051/<table>', got {shown(OPTION, uri)}")
+    refuse_credentials(OPTION, uri, NO_CREDENTIALS)
     rest, _, query = rest.partition("?")
     netloc, _, path = rest.partition("/")
     masters = []
     for part in netloc.split(","):
         host, colon, port = part.rpartition(":") if ":" in part else (part, "", "")
         if not host or (colon and not port.isdigit()):
-            raise OptionError(OPTION, f"the Kudu masters in {uri!r} are not 'host[:port][,host[:port]...]'")
+            raise OptionError(
+                OPTION, f"the Kudu masters in {shown(OPTION, uri)} are not 'host[:port][,host[:port]...]'"
+            )
         masters.append(f"{host}:{port or DEFAULT_PORT}")
     table = unquote(path.strip("/"))
     if not table:
-        raise OptionError(OPTION, f"expected a Kudu table name after the masters in {uri!r} ('kudu://m:7051/t')")
+        raise OptionError(
+            OPTION, f"expected a Kudu table name after the masters in {shown(OPTION, uri)} ('kudu://m:7051/t')"
+        )
     params: dict[str, str] = {}
     for pair in filter(None, query.split("&")):
         name, _, value = pair.partition("=")
@@ -257,9 +277,9 @@ def parse_uri(uri: str) -> dict:
         keep = int(params.get("keep", DEFAULT_KEEP))
         buckets = int(params.get("buckets", DEFAULT_BUCKETS))
     except ValueError:
-        raise OptionError(OPTION, f"keep and buckets must be integers in {uri!r}") from None
+        raise OptionError(OPTION, f"keep and buckets must be integers in {shown(OPTION, uri)}") from None
     if keep < 0 or buckets < 2:
-        raise OptionError(OPTION, f"keep must be >= 0 and buckets >= 2 (Kudu's minimum) in {uri!r}")
+        raise OptionError(OPTION, f"keep must be >= 0 and buckets >= 2 (Kudu's minimum) in {shown(OPTION, uri)}")
     return {
         "masters": ",".join(masters),
         "table": table,

@@ -26,6 +26,7 @@ class MemoryServer:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.values: dict[tuple[str, str, str], str] = {}
+        self.writers: dict[tuple[str, str, str], str | None] = {}
 
     def put_raw(self, group: str, source: str, partition: str, text: str) -> None:
         """Store ``text`` as is (tests use it to plant unreadable content)."""
@@ -61,8 +62,10 @@ class MemoryStore(OffsetStore):
         with self.server.lock:
             return dict(self._read())
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Compare every partition of ``new`` with ``old`` and write them all, under one lock."""
+    KEEPS_WRITER = True
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
+        """Compare every partition of ``new`` with ``old`` and write them all with ``writer``, under one lock."""
         with self.server.lock:
             current = self._read()
             stale = {key: current.get(key) for key in new if current.get(key) != old.get(key)}
@@ -73,6 +76,15 @@ class MemoryStore(OffsetStore):
                 )
             for key, value in new.items():
                 self.server.values[(self.group, self.source, key)] = str(int(value))
+                self.server.writers[(self.group, self.source, key)] = writer
+
+    def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
+        """Whether every partition of ``positions`` was last written by ``writer`` (``None``: written without one)."""
+        with self.server.lock:
+            found = {self.server.writers.get((self.group, self.source, key)) for key in positions}
+        if None in found:
+            return None
+        return found == {writer}
 
     def is_transient(self, error: BaseException) -> bool:
         """Only the simulated :class:`MemoryStoreUnavailable` is transient."""

@@ -14,7 +14,11 @@ if TYPE_CHECKING:
     from spyt_queue.yt.client import YtConnection
 
 CONSUMER_OFFSET_CONFLICT = 3100
-
+#: Attribute of a consumer table listing the writer tokens of queries whose transactional sink advances the consumer
+#: inside each batch's transaction (``transactional=true``), newest last.
+TRANSACTIONAL_WRITERS_ATTRIBUTE = "spyt_queue_transactional_writers"
+#: How many writer tokens the attribute keeps.
+KEPT_TRANSACTIONAL_WRITERS = 32
 
 
 def advance_consumer_partitions(
@@ -94,9 +98,26 @@ class YtConsumerStore(OffsetStore):
             )
         return positions
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+    def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
+        """``True`` when ``writer``'s transactional sink advances this consumer inside its batches' transactions (it
+        is listed in the consumer's ``@spyt_queue_transactional_writers``, and each such advance is a compare-and-set
+        from the batch's start); otherwise ``None``: a consumer row holds no writer (its ``meta`` column belongs to
+        YTsaurus), so positions found at a target can not be attributed."""
+        try:
+            writers = self.connection.thread_client().get(
+                f"{self.consumer_path}/@{TRANSACTIONAL_WRITERS_ATTRIBUTE}"
+            )
+        except YtResponseError as error:
+            if error.is_resolve_error():
+                return None
+            raise
+        return True if isinstance(writers, list) and writer in writers else None
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
         """Every partition of ``new`` with ``advance_consumer(old_offset=...)``, in one tablet transaction; with
         several partitions the advances travel in one ``execute_batch`` request (one round trip for any count).
+        ``writer`` is not stored (see :meth:`written_by`): a reply lost on the way is recovered by yt.wrapper, which
+        retries ``commit_transaction`` with the same mutation id and gets the kept answer.
 
         Unchanged partitions (``old[k] == new[k]``) are advanced too, from and to the same offset: that is their
         compare-and-set, so another writer that moved one makes the whole advance fail.
@@ -120,6 +141,13 @@ class YtConsumerStore(OffsetStore):
                     f"YT said: {error.message if hasattr(error, 'message') else error}"
                 ) from error
             raise
+
+    def outcome_unknown(self, error: BaseException) -> bool:
+        """An answer from the server (a row lock conflict, an unmounted tablet, ...) means the tablet transaction did
+        not commit; only a timeout, a lost connection or a transaction gone at a retried commit leave it open."""
+        if isinstance(error, YtResponseError):
+            return error.is_request_timed_out() or error.is_no_such_transaction()
+        return self.is_transient(error)
 
     def is_transient(self, error: BaseException) -> bool:
         from spyt_queue.yt.backend import is_transient_yt_error

@@ -25,7 +25,12 @@ URI (the ``offsets.store`` option)::
   separated by ``;`` or repeated ``acl=`` parameters: ``acl=world:anyone:r;digest:spyt:<base64 sha1>:cdrwa``.
   ``acl=creator`` gives all rights to the authenticated user only (needs credentials). Default: open
   (``world:anyone:cdrwa``), like ZooKeeper's tools.
-* **user:password@**: digest authentication for the session (percent-encode special characters).
+* **credentials**: digest authentication for the session, with a user and a password. The user comes from the URI
+  (``zookeeper://alice@zk/...``) or the ``offsets.store.user`` option, the password from the
+  ``offsets.store.password`` option (a name Spark redacts in plans and logs; ``ytqueue status`` reads it from
+  ``SPYT_STORE_PASSWORD`` or ``--store-password-file``). ``user:password@`` in the URI still works here and in the
+  CLI (percent-encode special characters), but the Spark source refuses it: Spark prints option values in query
+  plans. Messages, :meth:`ZooKeeperStore.describe`, ``repr()`` and kazoo's logs never show the password.
 * **timeout**: session and connect timeout in seconds (default 10).
 
 An advance of several partitions is **one** ZooKeeper ``multi`` transaction: a ``set_data`` with the version read
@@ -39,11 +44,13 @@ naming it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError
+from spyt_queue.redaction import RedactingLogger, shown
 from spyt_queue.stores.base import ConnectedStore
 
 __all__ = ["DEFAULT_ROOT", "ZooKeeperStore", "decode_component", "encode_component", "from_uri"]
@@ -54,6 +61,8 @@ DEFAULT_ROOT = "/consumers"
 DEFAULT_PORT = 2181
 DEFAULT_TIMEOUT = 10.0
 LAYOUTS = ("source", "kafka")
+#: The store authenticates with a user and a password (``offsets.store.user``, ``offsets.store.password``).
+TAKES_CREDENTIALS = True
 
 # Characters left readable in encoded znode names; everything else ("/", "%", controls, non-ASCII) is escaped.
 _SAFE = "-_.~:=,+@!$&'()*;#[]"
@@ -112,14 +121,18 @@ class ZooKeeperStore(ConnectedStore):
             self.source_path = f"{self.offsets_path}/{encode_component(source)}"
         else:
             self.source_path = self.offsets_path
+        self.writer_path = f"{self.base}/writers/{encode_component(source)}"
         super().__init__()
 
     # ---------------------------------------------------------------------------------------------- uri
 
     @classmethod
-    def from_uri(cls, uri: str, source: str, group: str | None) -> ZooKeeperStore:
-        """A store from a ``zookeeper://`` URI (see the module docstring); errors name ``offsets.store``."""
-        return cls(source=source, group=group, **parse_uri(uri))
+    def from_uri(
+        cls, uri: str, source: str, group: str | None, *, user: str | None = None, password: str | None = None
+    ) -> ZooKeeperStore:
+        """A store from a ``zookeeper://`` URI (see the module docstring); errors name ``offsets.store``.
+        ``user`` and ``password``: the credentials, when the URI holds none (``offsets.store.user``/``.password``)."""
+        return cls(source=source, group=group, **parse_uri(uri, user=user, password=password))
 
     # ------------------------------------------------------------------------------------------- layout
 
@@ -139,6 +152,9 @@ class ZooKeeperStore(ConnectedStore):
         """``zookeeper://hosts/<root>/<group>/offsets[/<source>]`` (never the password)."""
         return f"{SCHEME}://{self.hosts}{self.source_path}"
 
+    def __repr__(self) -> str:
+        return f"<ZooKeeperStore {self.describe()}>"
+
     # ---------------------------------------------------------------------------------------- client
 
     def client(self):
@@ -151,6 +167,10 @@ class ZooKeeperStore(ConnectedStore):
                     hosts=self.hosts,
                     timeout=self.timeout,
                     auth_data=self.auth or None,
+                    # kazoo logs its Auth request, password included, at DEBUG
+                    logger=RedactingLogger(
+                        logging.getLogger("kazoo.client"), [cred.partition(":")[2] for _, cred in self.auth]
+                    ),
                     # after an outage, reconnect within seconds (kazoo's default backs off to a minute)
                     connection_retry={"max_tries": -1, "delay": 0.1, "backoff": 2, "max_delay": 2},
                 )
@@ -238,8 +258,25 @@ class ZooKeeperStore(ConnectedStore):
 
     # ----------------------------------------------------------------------------------------- advance
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        """Move every partition of ``new`` from ``old`` in one ``multi`` transaction (see the module docstring)."""
+    KEEPS_WRITER = True
+
+    def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
+        """Whether the writer znode names ``writer`` and every partition of ``positions`` holds its value."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self.client().get(self.writer_path)
+        except NoNodeError:
+            return None
+        stored = data.decode("ascii", "replace").strip()
+        if not stored:
+            return None
+        found = self._read({key: self.path_of(key) for key in positions})
+        return stored == writer and all((found[k] or (None,))[0] == v for k, v in positions.items())
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
+        """Move every partition of ``new`` from ``old`` in one ``multi`` transaction (see the module docstring),
+        which also stores ``writer`` in the source's writer znode (``<root>/<group>/writers/<source>``)."""
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
         if not new:
@@ -271,6 +308,14 @@ class ZooKeeperStore(ConnectedStore):
                 writes += 1
         if not writes:
             return
+        token = (writer or "").encode("ascii")
+        if zk.exists(self.writer_path) is None:
+            zk.ensure_path(self.writer_path.rsplit("/", 1)[0], acl=self.acl)
+            txn.create(self.writer_path, token, acl=self.acl)
+        else:
+            txn.set_data(self.writer_path, token)
+        keys = [*keys, "<writer>"]
+        paths = {**paths, "<writer>": self.writer_path}
         results = txn.commit_async().get(timeout=self.timeout)
         failed = [(key, r) for key, r in zip(keys, results, strict=True) if isinstance(r, Exception)]
         if not failed:
@@ -318,27 +363,29 @@ def _parse_acl(spec: str) -> list:
     return acls
 
 
-def parse_uri(uri: str) -> dict:
+def parse_uri(uri: str, user: str | None = None, password: str | None = None) -> dict:
     """The :class:`ZooKeeperStore` keyword arguments (``hosts``, ``root``, ``layout``, ``acl``, ``auth``,
-    ``timeout``) of a ``zookeeper://`` URI."""
+    ``timeout``) of a ``zookeeper://`` URI, with the credentials ``user`` and ``password`` (the
+    ``offsets.store.user``/``offsets.store.password`` options) when the URI holds none. Messages mask the password."""
     scheme, sep, rest = uri.partition("://")
     if not sep or scheme.lower() != SCHEME:
-        raise OptionError(OPTION, f"expected 'zookeeper://host:port/root/path', got {uri!r}")
+        raise OptionError(OPTION, f"expected 'zookeeper://host:port/root/path', got {shown(OPTION, uri)}")
     rest, _, query = rest.partition("?")
     netloc, slash, path = rest.partition("/")
     userinfo, at, hostlist = netloc.rpartition("@")
     if not hostlist:
-        raise OptionError(OPTION, f"no ZooKeeper host in {uri!r}")
+        raise OptionError(OPTION, f"no ZooKeeper host in {shown(OPTION, uri)}")
     hosts = []
     for host in hostlist.split(","):
         name, colon, port = host.strip().rpartition(":") if ":" in host else (host.strip(), "", "")
         if not name or (colon and not port.isdigit()):
-            raise OptionError(OPTION, f"ZooKeeper host {host!r} in the URI is not 'host' or 'host:port'")
+            raise OptionError(
+                OPTION,
+                f"the ZooKeeper hosts of {shown(OPTION, uri)} are not 'host' or 'host:port' (percent-encode '/', "
+                "'@' and ':' in a user or password)",
+            )
         hosts.append(f"{name}:{port or DEFAULT_PORT}")
-    auth = None
-    if at:
-        user, _, password = userinfo.partition(":")
-        auth = [("digest", f"{unquote(user)}:{unquote(password)}")]
+    auth = _digest(userinfo if at else None, user, password)
     params: dict[str, list[str]] = {}
     for pair in filter(None, query.split("&")):
         name, _, value = pair.partition("=")
@@ -348,14 +395,19 @@ def parse_uri(uri: str) -> dict:
         raise OptionError(OPTION, f"unknown ZooKeeper URI parameter(s) {unknown}; known: acl, layout, timeout")
     layout = params.get("layout", ["source"])[-1]
     if layout not in LAYOUTS:
-        raise OptionError(OPTION, f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        raise OptionError(OPTION, f"layout must be one of {', '.join(LAYOUTS)}, got {shown(OPTION, layout)}")
     try:
         timeout = float(params.get("timeout", [DEFAULT_TIMEOUT])[-1])
     except ValueError:
-        raise OptionError(OPTION, f"timeout must be a number of seconds, got {params['timeout'][-1]!r}") from None
+        got = shown(OPTION, params["timeout"][-1])
+        raise OptionError(OPTION, f"timeout must be a number of seconds, got {got}") from None
     acl = _parse_acl(";".join(params["acl"])) if "acl" in params else None
     if acl and any(entry.id.scheme == "auth" for entry in acl) and not auth:
-        raise OptionError(OPTION, "acl=creator needs credentials in the URI: zookeeper://user:password@host/...")
+        raise OptionError(
+            OPTION,
+            "acl=creator needs credentials: set offsets.store.user and offsets.store.password "
+            "(ytqueue status: --store-user and SPYT_STORE_PASSWORD or --store-password-file)",
+        )
     root = "/" + unquote(path) if slash and path.strip("/") else DEFAULT_ROOT
     return {
         "hosts": ",".join(hosts),
@@ -367,6 +419,33 @@ def parse_uri(uri: str) -> dict:
     }
 
 
-def from_uri(uri: str, source: str, group: str | None) -> ZooKeeperStore:
-    """A :class:`ZooKeeperStore` for ``source`` and ``group`` from a ``zookeeper://`` URI."""
-    return ZooKeeperStore.from_uri(uri, source, group)
+def _digest(userinfo: str | None, user: str | None, password: str | None) -> list[tuple[str, str]] | None:
+    """kazoo ``auth_data`` from the URI's ``user[:password]`` and the ``offsets.store.user``/``.password``
+    options; the password is given once, in either place, and never repeated in a message."""
+    uri_user, colon, uri_password = (userinfo or "").partition(":")
+    uri_user, uri_password = unquote(uri_user), unquote(uri_password) if colon else None
+    if uri_user and user and uri_user != user:
+        raise OptionError(
+            "offsets.store.user", f"{user!r} differs from the user {uri_user!r} in offsets.store: give the user once"
+        )
+    if uri_password is not None and password is not None:
+        raise OptionError(
+            "offsets.store.password", "the offsets.store URI holds a password too: give the password once"
+        )
+    user = user or uri_user
+    password = password if password is not None else uri_password
+    if not user:
+        if password:
+            raise OptionError(
+                "offsets.store.password",
+                "a ZooKeeper password needs a user: set offsets.store.user (or zookeeper://user@host/...)",
+            )
+        return None
+    return [("digest", f"{user}:{password or ''}")]
+
+
+def from_uri(
+    uri: str, source: str, group: str | None, *, user: str | None = None, password: str | None = None
+) -> ZooKeeperStore:
+    """A :class:`ZooKeeperStore` for ``source`` and ``group`` from a ``zookeeper://`` URI and credentials."""
+    return ZooKeeperStore.from_uri(uri, source, group, user=user, password=password)

@@ -14,7 +14,12 @@ The rows a micro-batch writes and the source consumer's advance commit in **one*
    inside the same transaction and commits: rows and advance become visible together, or neither does.
 
 A replay of a batch whose transaction had committed (the driver died before Spark logged the batch as done) finds
-the consumer already at the batch's end: its transaction is aborted, nothing is written twice. A consumer moved by
+the consumer already at the batch's end: its transaction is aborted, nothing is written twice. That is taken for a
+replay only when this query's own earlier attempt of the batch reached ``commit_transaction`` (a marker journaled
+in the checkpoint, ``<checkpointLocation>/spyt-queue/transactional/<batchId>``, before the commit); a consumer at the
+batch's end without one was moved by another query on the same consumer: :class:`ConsumerConflictError`. The
+query's writer token is listed in the consumer's ``@spyt_queue_transactional_writers`` so that the source's own
+delayed commit recognises the sink's advance as this query's. A consumer moved by
 someone else makes the compare-and-set fail (3100, or a row-lock conflict 1700 at commit): the transaction is
 aborted, nothing is written, and the query stops with :class:`~spyt_queue.errors.ConsumerConflictError`.
 
@@ -260,6 +265,7 @@ class BatchRange:
     end: dict[str, int]
     first_batch: bool
     baseline: dict[str, int]
+    writer: str | None = None
 
 
 def _source_offsets(checkpoint: Path, batch_id: int) -> StreamOffset:
@@ -305,7 +311,9 @@ def batch_range(checkpoint: Path, batch_id: int) -> BatchRange:
             "older spyt-queue); start the query with a new checkpointLocation"
         )
     queue = end.source[len("yt:") :].partition("#")[0]
-    return BatchRange(batch_id, end.source, queue, start, dict(end.positions), first, dict(end.baseline))
+    return BatchRange(
+        batch_id, end.source, queue, start, dict(end.positions), first, dict(end.baseline), end.writer
+    )
 
 
 # -- the commit -----------------------------------------------------------------------------------------------
@@ -369,9 +377,18 @@ def commit_batch(
         raise
     store = YtConsumerStore(connection, batch.queue_path, settings.consumer_path)
     tx = transaction_id or start_transaction(connection, settings.timeout_ms)
+    marker = settings.checkpoint / "spyt-queue" / "transactional" / str(batch_id)
     try:
+        register_writer(connection, settings.consumer_path, batch.writer)
         current = store.committed()
         if batch.end and all(current.get(key) == value for key, value in batch.end.items()):
+            if not marker.exists():
+                raise ConsumerConflictError(
+                    f"Consumer {settings.consumer_path} is already at the end of micro-batch {batch_id} "
+                    f"({batch.end}), but no attempt of this query committed it: another query reading through the "
+                    "same consumer processed these rows. Nothing of the batch was written; use a separate consumer "
+                    "per query"
+                )
             abort(connection, tx)
             log.info(
                 "micro-batch %s had already committed (consumer %s at %s): its replay writes nothing",
@@ -383,6 +400,7 @@ def commit_batch(
         old = expected_positions(batch, current, settings.consumer_path)
         client = attach(connection, tx).client()
         advance_consumer_partitions(client, tx, settings.consumer_path, batch.queue_path, old, batch.end)
+        journal_attempt(marker, tx)
         connection.client().commit_transaction(tx)
     except YtResponseError as error:
         abort(connection, tx)
@@ -398,6 +416,45 @@ def commit_batch(
         tx,
     )
     return True
+
+
+def journal_attempt(marker: Path, transaction_id: str) -> None:
+    """Record, before ``commit_transaction``, that this query is committing the batch in ``transaction_id``: a
+    replay finding the consumer at the batch's end accepts it as its own commit only with this marker."""
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        temporary = marker.with_name(marker.name + ".tmp")
+        temporary.write_text(transaction_id, encoding="utf-8")
+        os.replace(temporary, marker)
+    except OSError as error:
+        raise SpytQueueError(
+            f"transactional=true: can not journal the commit of a micro-batch in {marker} "
+            f"({error.strerror or error}): the checkpointLocation must be writable by the driver's Python"
+        ) from error
+
+
+_REGISTERED: set[tuple[str, str]] = set()
+
+
+def register_writer(connection: YtConnection, consumer: str, writer: str | None) -> None:
+    """List ``writer`` in the consumer's ``@spyt_queue_transactional_writers`` (once per process), so that the
+    source's delayed commit knows the sink advanced the consumer (see the module docstring)."""
+    from spyt_queue.stores.yt_consumer import KEPT_TRANSACTIONAL_WRITERS, TRANSACTIONAL_WRITERS_ATTRIBUTE
+
+    if not writer or (consumer, writer) in _REGISTERED:
+        return
+    client = connection.client()
+    path = f"{consumer}/@{TRANSACTIONAL_WRITERS_ATTRIBUTE}"
+    try:
+        writers = client.get(path)
+    except YtResponseError as error:
+        if not error.is_resolve_error():
+            raise
+        writers = []
+    writers = [w for w in writers if isinstance(w, str)] if isinstance(writers, list) else []
+    if writer not in writers:
+        client.set(path, [*writers, writer][-KEPT_TRANSACTIONAL_WRITERS:])
+    _REGISTERED.add((consumer, writer))
 
 
 def _commit_error(

@@ -44,6 +44,9 @@ class StoreFactory(ABC):
     garbage_blocks_advance = True
     #: The offset a ``write_garbage`` leaves when ``garbage_error`` is ``None``.
     FOREIGN_OFFSET = 0
+    #: Whether the store keeps the writer token with the positions (a YT consumer row has no place for one: its
+    #: lost replies are proven by the failed attempt itself, and a restart can not tell whose positions it finds).
+    keeps_writer = True
 
     def __init__(self) -> None:
         self.opened: list[OffsetStore] = []
@@ -96,8 +99,18 @@ class LostReply(OffsetStore):
     def committed(self) -> dict[str, int | None]:
         return self.store.committed()
 
-    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
-        self.store.advance(old, new)
+    @property
+    def KEEPS_WRITER(self) -> bool:  # mirrors the wrapped store's class attribute
+        return self.store.KEEPS_WRITER
+
+    def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
+        return self.store.written_by(writer, positions)
+
+    def outcome_unknown(self, error: BaseException) -> bool:
+        return self.store.outcome_unknown(error)
+
+    def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
+        self.store.advance(old, new, writer)
         if not self.lost:
             self.lost += 1
             raise self.error
@@ -172,6 +185,7 @@ class YtConsumerFactory(StoreFactory):
     indexes), each group a consumer table registered for every queue it is used with.
     """
 
+    keeps_writer = False
     #: Enough tablets for the largest partition index the suite uses (``unusual_keys``).
     TABLETS = 13
     #: An int64 offset column cannot hold garbage; what the store refuses is rows of the same queue path from two
@@ -313,9 +327,14 @@ class KafkaGroupFactory(StoreFactory):
     def interleave(self, store: OffsetStore, writer: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
         """The writer runs after the store's advance read the group's offsets, before it commits."""
 
-        def advance(original: Callable[..., None], old: Mapping[str, int | None], new: Mapping[str, int]) -> None:
+        def advance(
+            original: Callable[..., None],
+            old: Mapping[str, int | None],
+            new: Mapping[str, int],
+            token: str | None = None,
+        ) -> None:
             with hook_once(store, "committed", writer_after(writer)):
-                original(old, new)
+                original(old, new, token)
 
         return hook_once(store, "advance", advance)
 

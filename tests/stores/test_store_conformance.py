@@ -236,16 +236,61 @@ def test_committer_reports_another_writer(factory: StoreFactory, source: str) ->
     assert stored(factory.store(source)) == {k0: 50}
 
 
-def test_committer_takes_a_position_already_at_its_target_as_applied(factory: StoreFactory, source: str) -> None:
-    """The store already holds the target (an earlier attempt was applied, its reply lost): the compare-and-set
-    from the stale baseline fails, the committer re-reads, finds its target, and carries on from there."""
+def test_committer_takes_its_own_position_already_at_its_target_as_applied(
+    factory: StoreFactory, source: str
+) -> None:
+    """The store already holds the target, written by this query (an earlier attempt was applied, its reply lost,
+    then a new committer object): the compare-and-set from the stale baseline fails, the committer re-reads, finds
+    its target with its own writer, and carries on from there."""
     k0 = factory.key(0)
     committer = Committer(factory.store(source), backoff_seconds=0)
-    committer.advance_to({k0: 2})
-    factory.store(source).advance({k0: 2}, {k0: 5})  # as if our own earlier attempt had been applied
-    assert committer.advance_to({k0: 5}) is True
-    assert committer.advance_to({k0: 6}) is True
-    assert stored(factory.store(source)) == {k0: 6}
+    committer.advance_to({k0: 2}, writer="mine")
+    factory.store(source).advance({k0: 2}, {k0: 5}, writer="mine")  # our own earlier attempt, applied
+    if factory.keeps_writer:
+        assert committer.advance_to({k0: 5}, writer="mine") is True
+        assert committer.advance_to({k0: 6}, writer="mine") is True
+        assert stored(factory.store(source)) == {k0: 6}
+    else:  # nothing in the store says whose advance it was: without a failed attempt of its own, it is a conflict
+        with pytest.raises(ConsumerConflictError, match="did not write it"):
+            committer.advance_to({k0: 5}, writer="mine")
+
+
+def test_two_writers_reaching_the_same_target_do_not_both_take_it(factory: StoreFactory, source: str) -> None:
+    """Two queries on one group plan the same batch ``[0, 5)`` from the same position: the first advance wins, the
+    second finds the positions at its own target but written by the other writer, and must stop (otherwise both
+    would process every row and neither would notice)."""
+    k0, k1 = factory.key(0), factory.key(1)
+    first = Committer(factory.store(source), backoff_seconds=0)
+    second = Committer(factory.store(source), backoff_seconds=0)
+    first.remember({})
+    second.remember({})
+    assert first.advance_to({k0: 5, k1: 3}, writer="query-a") is True
+    with pytest.raises(ConsumerConflictError, match="did not write it"):
+        second.advance_to({k0: 5, k1: 3}, writer="query-b")
+    assert stored(factory.store(source)) == {k0: 5, k1: 3}
+    if factory.keeps_writer:
+        store = factory.store(source)
+        assert store.written_by("query-a", {k0: 5, k1: 3}) is True
+        assert store.written_by("query-b", {k0: 5, k1: 3}) is False
+        # A restarted second query (its checkpoint at the same end) finds the other query's positions: a conflict.
+        with pytest.raises(ConsumerConflictError, match="another query wrote them"):
+            Committer(factory.store(source), backoff_seconds=0).advance_to({k0: 5, k1: 3}, writer="query-b")
+        # The first query restarted at the same end finds its own.
+        restarted = Committer(factory.store(source), backoff_seconds=0)
+        assert restarted.advance_to({k0: 5, k1: 3}, writer="query-a") is False
+    else:
+        assert factory.store(source).written_by("query-a", {k0: 5, k1: 3}) is None
+
+
+def test_lost_reply_with_a_writer_is_recognised_by_the_committer(factory: StoreFactory, source: str) -> None:
+    k0 = factory.key(0)
+    store = factory.store(source)
+    store.advance({k0: None}, {k0: 5}, writer="mine")
+    flaky = LostReply(store, factory.lost_reply_error())
+    committer = Committer(flaky, backoff_seconds=0)
+    assert committer.advance_to({k0: 8}, writer="mine") is True
+    assert flaky.lost == 1
+    assert stored(factory.store(source)) == {k0: 8}
 
 
 def test_restarted_committer_refuses_a_store_ahead_of_it(factory: StoreFactory, source: str) -> None:
