@@ -144,3 +144,24 @@ def test_a_separator_starting_with_the_escape_character_is_refused_for_composite
     with pytest.raises(OptionError, match=r"row_key_separator.*escape"):
         settings_from_options(Options({**options, "row_key": "k1,k2"}), schema)
     assert settings_from_options(Options({**options, "row_key": "k1"}), schema).separator == b"\\"
+
+
+def test_timestamp_key_parts_do_not_depend_on_the_column_time_zone() -> None:
+    """Spark hands ``timestamp`` columns to Python in the session time zone; the key text is the UTC instant (the
+    repeated 01:30 of New York gives two keys, as it is two instants), a ``timestamp_ntz`` key the wall-clock text."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from spyt_queue.sinks.hbase.codec import key_column, key_part
+
+    micros = [1730611800123457, 1730615400000000, -500000]  # 01:30:00.123457 EDT, 01:30 EST, 1969-12-31T23:59:59.5Z
+    utc = [b"2024-11-03T05:30:00.123457+00:00", b"2024-11-03T06:30:00+00:00", b"1969-12-31T23:59:59.500000+00:00"]
+    for zone in ("UTC", "America/New_York", "Asia/Kolkata"):
+        for unit, scale in (("us", 1), ("ns", 1000)):
+            array = pa.array([m * scale for m in micros], pa.timestamp(unit, tz=zone))
+            assert key_column(array) == utc, (zone, unit)
+            assert [key_part(v) for v in array.to_pylist()] == utc, (zone, unit)
+    wall = pa.array(micros, pa.timestamp("us"))
+    assert key_column(wall) == [b"2024-11-03T05:30:00.123457", b"2024-11-03T06:30:00", b"1969-12-31T23:59:59.500000"]
+    assert key_part(dt.datetime(2024, 3, 10, 2, 30)) == b"2024-03-10T02:30:00"
