@@ -8,6 +8,7 @@ shows the traceback instead.
 from __future__ import annotations
 
 import errno
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,8 @@ DEFAULT_DATA_DIR = Path("ytqueue-data")
 # The commands talk to a cluster interactively: fail fast instead of yt.wrapper's minutes of retries.
 CLI_YT_CONFIG: dict[str, Any] = {"proxy": {"retries": {"enable": False}, "connect_timeout": 10_000}}
 _PROXY_HELP = "YT proxy, e.g. localhost:8000 (default: $YT_PROXY)."
+#: Where ``ytqueue status`` reads the password of ``--store`` (as yt.wrapper reads ``YT_TOKEN``).
+STORE_PASSWORD_ENV = "SPYT_STORE_PASSWORD"
 
 
 class CliError(Exception):
@@ -272,6 +275,14 @@ def status(
     store: str = typer.Option(
         None, help="An offsets.store URI (zookeeper://host:2181/root) to read committed offsets from instead."
     ),
+    store_user: str = typer.Option(
+        None, "--store-user", envvar="SPYT_STORE_USER", help="The user of --store (offsets.store.user)."
+    ),
+    store_password_file: Path = typer.Option(
+        None,
+        "--store-password-file",
+        help=f"A file holding the password of --store (default: ${STORE_PASSWORD_ENV}); never put it in --store.",
+    ),
     offsets_group: str = typer.Option(
         None, "--offsets-group", help="The group in --store (default: --group for Kafka, --consumer for YT)."
     ),
@@ -285,9 +296,17 @@ def status(
     """Print committed offset, end and lag per partition, for a YT consumer, a Kafka group or any offset store, and
     the rows of a dead-letter target."""
     from spyt_queue.lag import backend_lag
-    from spyt_queue.stores.registry import check_uri, is_native, open_store
+    from spyt_queue.stores.registry import check_uri, is_native, open_store, uri_password
 
-    check_uri(store)
+    credentials = _store_credentials(store, store_user, store_password_file)
+    check_uri(store, credentials)
+    if uri_password(store):
+        typer.secho(
+            f"hint: a password in --store is visible in ps and the shell history; set {STORE_PASSWORD_ENV} or use "
+            "--store-password-file instead",
+            err=True,
+            fg="yellow",
+        )
     if dead_letter or dead_letter_topic:
         _dead_letter_status(dead_letter, dead_letter_topic, proxy, bootstrap_servers)
         if not (queue or topic):
@@ -329,7 +348,7 @@ def status(
         title = queue + (f" via {consumer}" if consumer else "")
     offsets = None
     if not is_native(store):
-        offsets = open_store(store, backend.source_id, offsets_group or group or consumer or "spyt-queue")
+        offsets = open_store(store, backend.source_id, offsets_group or group or consumer or "spyt-queue", credentials)
         title = f"{topic if bootstrap_servers else queue} via {offsets.describe()}"
     try:
         rows = backend_lag(backend, offsets)
@@ -346,6 +365,25 @@ def status(
     console.print(table)
     if hint:
         typer.secho(hint, err=True, fg="yellow")
+
+
+def _store_credentials(store: str | None, user: str | None, password_file: Path | None) -> Any:
+    """The credentials of ``--store``: ``--store-user``, and the password from ``--store-password-file`` (its first
+    line) or ``$SPYT_STORE_PASSWORD``, so that it is on no command line."""
+    from spyt_queue.stores.registry import StoreCredentials, is_native
+
+    if is_native(store):
+        if user or password_file:
+            raise CliError("--store-user and --store-password-file need --store (a store URI)")
+        return None
+    password = os.environ.get(STORE_PASSWORD_ENV) or None
+    if password_file is not None:
+        try:
+            lines = password_file.read_text().splitlines()
+        except OSError as error:
+            raise CliError(f"cannot read --store-password-file {password_file}: {error.strerror}") from None
+        password = lines[0] if lines else ""
+    return StoreCredentials(user or None, password)
 
 
 def _dead_letter_status(path: str | None, topic: str | None, proxy: str | None, bootstrap_servers: str | None) -> None:

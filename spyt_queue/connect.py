@@ -15,10 +15,18 @@ from spyt_queue.options import Options, connect_timeout
 from spyt_queue.settings import READER_OPTIONS, TIMESTAMP_OPTIONS, ReaderSettings
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.registry import OPTION as STORE_OPTION
-from spyt_queue.stores.registry import check_uri, is_native, open_store
+from spyt_queue.stores.registry import (
+    PASSWORD_OPTION,
+    USER_OPTION,
+    StoreCredentials,
+    check_uri,
+    is_native,
+    open_store,
+)
 
-#: Offset store options (``offsets.store`` is parsed by :mod:`spyt_queue.stores.registry`, the group here).
-STORE_OPTIONS = (STORE_OPTION, "offsets.group")
+#: Offset store options (``offsets.store`` is parsed by :mod:`spyt_queue.stores.registry`, the group here; the
+#: password has an option of its own, whose name Spark redacts, never a place in the URI that Spark prints).
+STORE_OPTIONS = (STORE_OPTION, "offsets.group", USER_OPTION, PASSWORD_OPTION)
 
 
 def is_kafka(options: Options) -> bool:
@@ -107,9 +115,14 @@ def check_reachable(options: Options) -> None:
     prepared_target(options)  # the dead-letter target exists (or is created with deadLetter.create=true)
 
 
+def store_credentials(options: Options) -> StoreCredentials:
+    """``offsets.store.user`` and ``offsets.store.password``: the credentials of a URI store."""
+    return StoreCredentials(options.get_str(USER_OPTION), options.get_str(PASSWORD_OPTION))
+
+
 def backend_for(options: Options, streaming: bool) -> QueueBackend:
     """The backend reading the log the options describe (validated, not yet connected where avoidable)."""
-    check_uri(options.get_str(STORE_OPTION))
+    check_uri(options.get_str(STORE_OPTION), store_credentials(options), password_in_uri=False)
     if is_kafka(options):
         from spyt_queue.kafka.options import kafka_backend_from_options
 
@@ -160,7 +173,7 @@ def store_for(options: Options, backend: QueueBackend) -> OffsetStore | None:
             check_consumer_registered(backend)  # on the driver when the query starts, not inside a task
         return store
     assert uri is not None
-    return open_store(uri, backend.source_id, group_for(options, backend))
+    return open_store(uri, backend.source_id, group_for(options, backend), store_credentials(options))
 
 
 def require_store(store: OffsetStore | None) -> OffsetStore:

@@ -31,6 +31,7 @@ import yt.yson as yson
 
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.options import Options
+from spyt_queue.redaction import shown
 
 log = logging.getLogger("spyt_queue.deadletter")
 
@@ -354,7 +355,7 @@ def dead_letter_target(options: Options) -> DeadLetterTarget | None:
         if option in options:
             raise OptionError(option, "applies to deadLetter.path, not deadLetter.topic")
     if not topic.strip() or any(ch.isspace() for ch in topic):
-        raise OptionError(TOPIC_OPTION, f"not a valid topic name: {topic!r}")
+        raise OptionError(TOPIC_OPTION, f"not a valid topic name: {shown(TOPIC_OPTION, topic)}")
     config = dict(kafka)
     if "bootstrap.servers" not in config:
         servers = options.get_str("kafka.bootstrap.servers")

@@ -2,7 +2,8 @@
 
 Spark hands Python data sources a case-insensitive dict whose values are all strings; these helpers
 turn them into typed values or raise :class:`~spyt_queue.errors.OptionError` naming the option and the
-accepted values, before any query starts.
+accepted values, before any query starts. A rejected value is shown through :func:`spyt_queue.redaction.shown`
+(short values in full, long ones by their first characters and length, never the value of a secret option).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from spyt_queue.errors import OptionError
+from spyt_queue.redaction import shown
 
 #: Seconds a source or sink waits for a YTsaurus proxy or Kafka broker to answer at ``load()``/``save()``/
 #: ``start()`` before failing with one line naming the endpoint (the ``connect_timeout`` option).
@@ -63,7 +65,7 @@ class Options:
             return True
         if lowered in _FALSE:
             return False
-        raise OptionError(name, f"expected true or false, got {value!r}")
+        raise OptionError(name, f"expected true or false, got {shown(name, value)}")
 
     def get_int(self, name: str, default: int | None, *aliases: str, minimum: int = 1) -> int | None:
         """An integer option of at least ``minimum``."""
@@ -73,7 +75,7 @@ class Options:
         try:
             number = int(value.strip())
         except ValueError:
-            raise OptionError(name, f"expected an integer >= {minimum}, got {value!r}") from None
+            raise OptionError(name, f"expected an integer >= {minimum}, got {shown(name, value)}") from None
         if number < minimum:
             raise OptionError(name, f"expected an integer >= {minimum}, got {number}")
         return number
@@ -85,7 +87,7 @@ class Options:
             return default
         lowered = value.strip().lower()
         if lowered not in choices:
-            raise OptionError(name, f"expected one of {', '.join(choices)}, got {value!r}")
+            raise OptionError(name, f"expected one of {', '.join(choices)}, got {shown(name, value)}")
         return lowered
 
     def get_json(self, name: str) -> Any:
@@ -96,7 +98,9 @@ class Options:
         try:
             return json.loads(value)
         except json.JSONDecodeError as error:
-            raise OptionError(name, f"not valid JSON ({error.msg} at position {error.pos}): {value!r}") from None
+            raise OptionError(
+                name, f"not valid JSON ({error.msg} at position {error.pos}): {shown(name, value)}"
+            ) from None
 
     def check_known(
         self, known: Iterable[str], what: str, prefixes: Iterable[str] = (), hints: Mapping[str, str] | None = None
@@ -131,7 +135,9 @@ def connect_timeout(options: Options) -> float:
     except ValueError:
         seconds = -1.0
     if not 0 < seconds < float("inf"):
-        raise OptionError(CONNECT_TIMEOUT_OPTION, f"expected a number of seconds > 0, got {value!r}")
+        raise OptionError(
+            CONNECT_TIMEOUT_OPTION, f"expected a number of seconds > 0, got {shown(CONNECT_TIMEOUT_OPTION, value)}"
+        )
     return seconds
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from spyt_queue.errors import OptionError
 from spyt_queue.options import Options, parse_positions
+from spyt_queue.redaction import shown
 
 EARLIEST, LATEST = -2, -1
 STORE_KINDS = ("consumer", "group", "store")  # startingOffsets resuming from the offset store (aliases)
@@ -83,9 +84,9 @@ class Position:
             try:
                 data: Any = json.loads(text)
             except json.JSONDecodeError as error:
-                raise OptionError(option, f"not valid JSON ({error.msg}): {value!r}") from None
+                raise OptionError(option, f"not valid JSON ({error.msg}): {shown(option, value)}") from None
             return cls("explicit", parser(option, data), option=option)
-        raise OptionError(option, f"expected one of {', '.join(allowed)} or a JSON object, got {value!r}")
+        raise OptionError(option, f"expected one of {', '.join(allowed)} or a JSON object, got {shown(option, value)}")
 
 
 def parse_duration_ms(option: str, value: str) -> int:
@@ -110,7 +111,7 @@ def parse_duration_ms(option: str, value: str) -> int:
         "days": 86_400_000,
     }
     if not match or match.group(2) not in units:
-        raise OptionError(option, f"expected a duration such as 15m, 30s or 500ms, got {value!r}")
+        raise OptionError(option, f"expected a duration such as 15m, 30s or 500ms, got {shown(option, value)}")
     return int(match.group(1)) * units[match.group(2)]
 
 

@@ -36,6 +36,7 @@ from spyt_queue.deadletter import (
 )
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.options import Options
+from spyt_queue.redaction import shown
 from spyt_queue.sinks.hbase.codec import (
     ESCAPE,
     encode_column,
@@ -118,7 +119,9 @@ class HBaseSinkSettings:
 def _endpoint(value: str) -> tuple[str, int]:
     host, colon, port = value.rpartition(":") if ":" in value else (value, "", "")
     if not host or (colon and not port.isdigit()):
-        raise OptionError("thrift", f"expected 'host' or 'host:port' of the HBase Thrift gateway, got {value!r}")
+        raise OptionError(
+            "thrift", f"expected 'host' or 'host:port' of the HBase Thrift gateway, got {shown('thrift', value)}"
+        )
     return host, int(port or DEFAULT_PORT)
 
 
@@ -129,7 +132,8 @@ def _prefix(value: str | None) -> tuple[str, int] | None:
     limits = {"salt": (2, 10000), "hash": (1, 32)}
     if kind not in limits or not number.isdigit() or not limits[kind][0] <= int(number) <= limits[kind][1]:
         raise OptionError(
-            "row_key_prefix", f"expected none, salt:<2..10000 buckets> or hash:<1..32 hex digits>, got {value!r}"
+            "row_key_prefix",
+            f"expected none, salt:<2..10000 buckets> or hash:<1..32 hex digits>, got {shown('row_key_prefix', value)}",
         )
     return kind, int(number)
 
@@ -140,7 +144,10 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
     host, port = _endpoint(options.require_str("thrift", "Set the HBase Thrift gateway: .option('thrift', 'h:9090')"))
     api_text = options.get_str("thrift_api") or "1"
     if api_text not in ("1", "2"):
-        raise OptionError("thrift_api", f"expected 1 (hbase thrift start) or 2 (hbase thrift2 start), got {api_text!r}")
+        raise OptionError(
+            "thrift_api",
+            f"expected 1 (hbase thrift start) or 2 (hbase thrift2 start), got {shown('thrift_api', api_text)}",
+        )
     table = options.get_str("table") or options.get_str("path")
     if not table:
         raise OptionError("table", "required: .option('table', 'events') or .save('events')")
@@ -191,9 +198,9 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
     timeout = options.get_int("timeout", 30) or 30
     transport, protocol = options.get_str("transport") or "buffered", options.get_str("protocol") or "binary"
     if transport not in ("buffered", "framed"):
-        raise OptionError("transport", f"expected buffered or framed, got {transport!r}")
+        raise OptionError("transport", f"expected buffered or framed, got {shown('transport', transport)}")
     if protocol not in ("binary", "compact"):
-        raise OptionError("protocol", f"expected binary or compact, got {protocol!r}")
+        raise OptionError("protocol", f"expected binary or compact, got {shown('protocol', protocol)}")
     target = dead_letter_target(options)  # validated here; checked on its server by check_table
     return HBaseSinkSettings(
         host=host,

@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from spyt_queue.errors import OptionError, UnreachableError
 from spyt_queue.options import DEFAULT_CONNECT_TIMEOUT_S
+from spyt_queue.redaction import shown
 
 log = logging.getLogger("spyt_queue.kafka")
 #: librdkafka's own log lines (thousands of "Connect to ... failed" while a broker is down) go here at DEBUG level,
@@ -117,7 +118,10 @@ def isolation_level(config: Mapping[str, Any]) -> str:
     client) or ``read_committed``. Bounds (``list_offsets``) and reads always use this one level."""
     level = str(config.get("isolation.level") or READ_UNCOMMITTED).strip().lower()
     if level not in (READ_UNCOMMITTED, READ_COMMITTED):
-        raise OptionError("kafka.isolation.level", f"must be read_uncommitted or read_committed, got {level!r}")
+        raise OptionError(
+            "kafka.isolation.level",
+            f"must be read_uncommitted or read_committed, got {shown('kafka.isolation.level', level)}",
+        )
     return level
 
 

@@ -17,6 +17,7 @@ from yt.wrapper import YtClient
 
 from spyt_queue.errors import UnreachableError
 from spyt_queue.options import DEFAULT_CONNECT_TIMEOUT_S
+from spyt_queue.redaction import REDACTED, redact_mapping
 
 _REACHED: set[str] = set()  # proxies this process already reached: checked once per process
 _REACHED_LOCK = threading.Lock()
@@ -129,11 +130,20 @@ def cached_client(proxy: str, token: str | None, config: Mapping[str, Any]) -> Y
 
 @dataclass
 class YtConnection:
-    """How to reach a cluster: proxy, token and extra ``yt.wrapper`` configuration (picklable; clients are not)."""
+    """How to reach a cluster: proxy, token and extra ``yt.wrapper`` configuration (picklable; clients are not).
+
+    ``repr()`` and ``str()`` never show the token: ``token`` and ``config`` (which may hold one, from ``yt.token``)
+    are left out of generated ``repr()`` s, subclasses' included, and :meth:`__repr__` shows the configuration with
+    the values of keys Spark redacts (``token``, ``*password*``, ``*secret*``) masked."""
 
     proxy: str
-    token: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    token: str | None = field(default=None, repr=False)
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        token = "" if self.token is None else f", token={REDACTED!r}"
+        config = f", config={redact_mapping(self.config)!r}" if self.config else ""
+        return f"{type(self).__name__}(proxy={self.proxy!r}{token}{config})"
 
     def client(self) -> YtClient:
         """The process-wide cached client for this connection."""

@@ -8,6 +8,7 @@ import os
 from spyt_queue.deadletter import dead_letter_target
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
+from spyt_queue.redaction import shown
 from spyt_queue.yt.backend import DEFAULT_PULL_BATCH_ROWS, YtConnection, YtQueueBackend
 from spyt_queue.yt.client import check_proxy_reachable
 
@@ -80,13 +81,15 @@ def plain_cypress_path(option: str, path: str) -> str:
     text = path.strip()
     if text.startswith("<"):
         raise OptionError(
-            option, f"YPath attributes are not supported here, give the plain path (e.g. //home/q), got {path!r}"
+            option,
+            f"YPath attributes are not supported here, give the plain path (e.g. //home/q), got {shown(option, path)}",
         )
     if not text.startswith("//"):
-        raise OptionError(option, f"expected an absolute Cypress path such as //home/queue, got {path!r}")
+        raise OptionError(option, f"expected an absolute Cypress path such as //home/queue, got {shown(option, path)}")
     if any(ch in text for ch in "{}[]"):
         raise OptionError(
-            option, f"column selectors and row ranges are not supported here, give the plain path, got {path!r}"
+            option,
+            f"column selectors and row ranges are not supported here, give the plain path, got {shown(option, path)}",
         )
     return text.rstrip("/") if len(text) > 2 else text
 

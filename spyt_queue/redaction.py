@@ -1,0 +1,102 @@
+"""Keeping secrets out of everything a user sees: error messages, ``describe()`` strings, ``repr()``, logs.
+
+Spark hides an option's value in query plans, progress and its logs when the option's *name* (or the value itself)
+matches ``spark.redaction.regex`` (default :data:`SPARK_REDACTION_PATTERN`). spyt-queue follows the same rule for
+its own messages, and adds two of its own:
+
+* the password of a URI (``zookeeper://user:password@host/...``) is replaced by ``***`` (:func:`mask_uri`);
+* an invalid option value is echoed only when it is short (:data:`SHOWN_CHARS` characters at most); a longer one
+  (a token pasted into the wrong option) shows its first 3 characters and its length (:func:`shown`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+#: Spark's default ``spark.redaction.regex``: option names (and values) matching it are redacted.
+SPARK_REDACTION_PATTERN = re.compile(r"(?i)secret|password|token|access[.]?key")
+#: What Spark shows instead of a redacted value.
+REDACTED = "*********(redacted)"
+#: Longest invalid option value an error message repeats in full.
+SHOWN_CHARS = 16
+#: What replaces the password of a URI in messages.
+MASK = "***"
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether Spark would redact an option called ``name`` (its default ``spark.redaction.regex``)."""
+    return bool(SPARK_REDACTION_PATTERN.search(str(name)))
+
+
+def mask_uri(uri: str) -> str:
+    """``uri`` with the password of its user information (``user:password@``) replaced by ``***``, and the values
+    of query parameters whose names Spark redacts (``?token=...``) too; other text is returned unchanged.
+
+    The user information is everything between ``://`` and the last ``@`` before the query, so a password holding
+    an unencoded ``/`` or ``@`` is masked whole as well."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return uri
+    head, question, query = rest.partition("?")
+    userinfo, at, tail = head.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        head = (f"{user}:{MASK}" if colon and "/" not in user else MASK) + "@" + tail
+    if question:
+        pairs = []
+        for pair in query.split("&"):
+            name, equals, _ = pair.partition("=")
+            pairs.append(f"{name}={MASK}" if equals and is_secret_name(name) else pair)
+        query = "&".join(pairs)
+    return f"{scheme}://{head}{question}{query}"
+
+
+def shown(option: str, value: Any) -> str:
+    """How an error message names the value ``value`` given to ``option``: Spark's ``*********(redacted)`` for an
+    option whose name Spark redacts, a URI with its password masked, a short value quoted in full, and a long one
+    (over :data:`SHOWN_CHARS` characters, such as a token in the wrong option) as its first 3 characters and length:
+    ``'y0_…' (46 characters)``."""
+    if is_secret_name(option):
+        return REDACTED
+    text = str(value)
+    if "://" in text:
+        return repr(mask_uri(text))
+    if len(text) > SHOWN_CHARS:
+        return f"{(text[:3] + '…')!r} ({len(text)} characters)"
+    return repr(text)
+
+
+def redact_mapping(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``config`` (nested dicts too) with the values of keys Spark redacts replaced by ``REDACTED``."""
+    return {
+        key: REDACTED if is_secret_name(str(key)) else redact_mapping(value) if isinstance(value, Mapping) else value
+        for key, value in config.items()
+    }
+
+
+class RedactingLogger(logging.LoggerAdapter):
+    """A logger for a library that logs what it sends (kazoo logs its ``Auth`` request with the password at DEBUG):
+    every record is formatted first and each of ``secrets`` replaced by ``***``."""
+
+    def __init__(self, logger: logging.Logger, secrets: Iterable[str]) -> None:
+        super().__init__(logger, {})
+        self.secrets = tuple(s for s in secrets if s)
+
+    def __repr__(self) -> str:
+        return f"<RedactingLogger {self.logger.name}>"
+
+    def log(self, level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
+        """Log ``msg % args`` with the secrets masked."""
+        if not self.isEnabledFor(level):
+            return
+        try:
+            text = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            text = " ".join(str(part) for part in (msg, *args))
+        for secret in self.secrets:
+            text = text.replace(secret, MASK)
+        kwargs.setdefault("stacklevel", 2)
+        self.logger.log(level, "%s", text, **kwargs)
