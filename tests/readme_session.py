@@ -45,7 +45,8 @@ def _active_session() -> Any:
 
 
 def _queries(namespace: dict[str, Any], before: dict[str, int], value: Any, known: set[str]) -> list[Any]:
-    """The streaming queries the block started: new bindings, its last value, and new active ones."""
+    """The streaming queries the block started: new bindings, its last value, and new active ones (``known``: the run
+    ids of the queries of earlier blocks; a query id repeats when a checkpoint is reused, a run id does not)."""
     from pyspark.sql.streaming import StreamingQuery
 
     found: dict[str, Any] = {}
@@ -54,8 +55,8 @@ def _queries(namespace: dict[str, Any], before: dict[str, int], value: Any, know
     if session is not None:
         candidates += list(session.streams.active)
     for candidate in candidates:
-        if isinstance(candidate, StreamingQuery) and candidate.id not in known:
-            found[candidate.id] = candidate
+        if isinstance(candidate, StreamingQuery) and candidate.runId not in known:
+            found[candidate.runId] = candidate
     return list(found.values())
 
 
@@ -91,7 +92,7 @@ def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: floa
 
     reply: dict[str, Any] = {"ok": True, "queries": [], "streams": {}}
     queries = _queries(namespace, before, value, known)
-    known.update(q.id for q in queries)
+    known.update(q.runId for q in queries)
     for query in queries:
         exception = None
         try:
@@ -107,7 +108,7 @@ def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: floa
     for name, df in _streams(namespace, before, value).items():
         table = f"readme_{len(known)}_{name.strip('_') or 'value'}"
         query = df.writeStream.format("memory").queryName(table).trigger(availableNow=True).start()
-        known.add(query.id)
+        known.add(query.runId)
         try:
             finished = query.awaitTermination(timeout)
         finally:

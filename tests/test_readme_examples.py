@@ -427,6 +427,11 @@ def lag_is_zero(world: World) -> None:
     }, table
 
 
+def one_query(reply: dict) -> None:
+    """The block started one streaming query (which ran without an error: checked by :meth:`Reader.run_python`)."""
+    assert len(reply["queries"]) == 1, f"expected the block to start one streaming query: {reply['queries']}"
+
+
 def log_payloads(world: World) -> list[str]:
     return [r["payload"] for r in world.yt.select_rows("payload from [//home/me/log]")]
 
@@ -516,7 +521,7 @@ def before_writing(world: World) -> None:
 
 
 def after_writing(world: World, reply: dict) -> None:
-    assert len(reply["queries"]) == 1, reply["queries"]
+    one_query(reply)
     out = {r["payload"]: (r["src_tablet"], r["src_row"]) for r in world.yt.select_rows("* from [//home/me/out]")}
     produced = world.produced["write"]
     assert {p: out.get(p) for p in produced} == produced  # keyed by the source position, as the README says
@@ -529,7 +534,7 @@ def before_transactional(world: World) -> None:
 
 
 def after_transactional(world: World, reply: dict) -> None:
-    assert len(reply["queries"]) == 1, reply["queries"]
+    one_query(reply)
     logged = log_payloads(world)
     # The filter kept the a-rows (each once) and none of the b-rows.
     assert sorted(p for p in logged if "-tx-" in p) == sorted(world.produced["a"]), logged
@@ -543,7 +548,7 @@ def before_dead_letter(world: World) -> None:
 
 
 def after_dead_letter(world: World, reply: dict) -> None:
-    assert len(reply["queries"]) == 1, reply["queries"]
+    one_query(reply)
     yt = world.yt
     letters = list(yt.select_rows("* from [//home/me/dead]"))
     assert len(letters) == 1, letters
@@ -564,7 +569,7 @@ def before_hbase(world: World) -> None:
 
 
 def after_hbase(world: World, reply: dict) -> None:
-    assert len(reply["queries"]) == 1, reply["queries"]
+    one_query(reply)
     records, ends = world.produced["hbase"]
     connection = world.hbase.connection()
     try:
@@ -630,7 +635,7 @@ def before_kudu(world: World) -> None:
 
 
 def after_kudu(world: World, reply: dict) -> None:
-    assert len(reply["queries"]) == 1, reply["queries"]
+    one_query(reply)
     from spyt_queue.sinks.kudu.client import get_client
 
     stored = get_client(world.kudu.master_addresses).table("users").read_all()
