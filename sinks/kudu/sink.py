@@ -2,9 +2,10 @@
 
 Per task (on an executor): read the task's rows (Arrow batches), group them by the planner's key, fetch the stored
 rows of those keys (one scan per 1000 keys, IN-list predicates on the key columns; skipped for ``upsert``), plan with
-:func:`~spyt_queue.sinks.kudu.planners.plan_batch`, apply every mutation in one session and flush it once; any
-refused row fails the task (:class:`~spyt_queue.sinks.kudu.client.KuduWriteError` names the first ones), nothing
-is dropped. The task's commit message carries the keys it planned.
+:func:`~spyt_queue.sinks.kudu.planners.plan_batch`, apply every mutation in one session and flush it once (the
+DELETEs of ``history`` merges in a second flush, after the rows replacing them); any refused row fails the task
+(:class:`~spyt_queue.sinks.kudu.client.KuduWriteError` names the first ones), nothing is dropped. The task's
+commit message carries the keys it planned.
 
 **Rows of one key must be planned in one task.** A Python data source writer cannot repartition its input, so the
 stream must be partitioned by the key before the sink: ``df.repartition(*key_columns)`` (see :func:`by_key`). The
