@@ -6,6 +6,7 @@ structured values (parameters, attributes, command results) use ``str``.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ class Format:
     @property
     def content_type(self) -> str:
         """The HTTP Content-Type of a body in this format."""
-        if self.name == "json":
+        if self.name in ("json", "web_json"):
             return "application/json"
         if self.name == "schemaful_dsv":
             return "text/tab-separated-values"
@@ -81,6 +82,9 @@ def parse_format(spec: Any, what: str = "format") -> Format:
         raise YtError(f'Unsupported output format "{name}"', attributes={"format": name})
     if name == "schemaful_dsv" and what == "output_format":
         _schemaful_dsv_config(attributes)
+        return Format(name, attributes)
+    if name == "web_json" and what == "output_format":
+        _web_json_config(attributes)
         return Format(name, attributes)
     if name not in SUPPORTED_FORMATS:
         raise YtError(
@@ -170,8 +174,8 @@ def _json_key(key: Any, encode_utf8: bool) -> str:
 
 def encode_structured(value: Any, fmt: Format) -> bytes:
     """A structured command result in ``fmt``."""
-    if fmt.name == "schemaful_dsv":
-        raise YtError('Unsupported output format "schemaful_dsv"', attributes={"format": fmt.name})
+    if fmt.name in ("schemaful_dsv", "web_json"):
+        raise YtError(f'Unsupported output format "{fmt.name}"', attributes={"format": fmt.name})
     if fmt.name == "json":
         return json.dumps(to_json(value, fmt.encode_utf8), ensure_ascii=False).encode("utf-8")
     return yson.dumps(value, yson_format=fmt.yson_format)
@@ -284,8 +288,23 @@ def dumps_value(value: Any) -> bytes:
     return yson.dumps(value, yson_format="binary")
 
 
-def encode_row_stream(rows: Iterable[Any], fmt: Format, batch: int = 2048) -> Iterator[bytes]:
-    """Encode rows in batches, for streaming responses of unbounded length."""
+def encode_row_stream(
+    rows: Iterable[Any], fmt: Format, batch: int = 2048, any_columns: Iterable[bytes] = ()
+) -> Iterator[bytes]:
+    """Encode rows in batches, for streaming responses of unbounded length (``any_columns``: the columns of type
+    ``any`` or composite, for the web JSON field weight limit)."""
+    if fmt.name == "web_json":
+        return web_json_stream(_batches(rows, batch), fmt, any_columns)
+    return _encode_batches(rows, fmt, batch)
+
+
+def _batches(rows: Iterable[Any], batch: int) -> Iterator[list[Any]]:
+    iterator = iter(rows)
+    while chunk := list(itertools.islice(iterator, batch)):
+        yield chunk
+
+
+def _encode_batches(rows: Iterable[Any], fmt: Format, batch: int) -> Iterator[bytes]:
     buffer: list[Any] = []
     for row in rows:
         buffer.append(row)
@@ -449,3 +468,211 @@ def _schemaful_dsv(rows: list[Any], fmt: Format) -> bytes:
         ]
         out += config.field_separator.join(fields) + config.record_separator
     return bytes(out)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Web JSON (yt/yt/library/formats/web_json_writer.cpp with the TJsonConsumer of yt/yt/core/json/json_writer.cpp)
+
+
+@dataclass(frozen=True)
+class _WebJsonConfig:
+    max_selected_column_count: int
+    field_weight_limit: int
+    string_weight_limit: int
+    max_all_column_names_count: int
+    column_names: frozenset[bytes] | None
+    value_format: str
+
+
+_WEB_JSON_LIMITS = {
+    "max_selected_column_count": 50,
+    "field_weight_limit": 1024,
+    "string_weight_limit": 200,
+    "max_all_column_names_count": 2000,
+}
+
+
+def _web_json_config(attributes: dict[str, Any]) -> _WebJsonConfig:
+    """``TWebJsonFormatConfig`` with its defaults and checks (limits >= 0, no duplicate ``column_names``)."""
+    limits: dict[str, int] = {}
+    for name, default in _WEB_JSON_LIMITS.items():
+        value = attributes.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise YtError(f'Error parsing web_json format config: "{name}" must be an integer, got {value!r}')
+        if value < 0:
+            raise YtError(f'Error parsing web_json format config: "{name}" must be >= 0, got {value}')
+        limits[name] = int(value)
+    names: frozenset[bytes] | None = None
+    if attributes.get("column_names") is not None:
+        listed = [c if isinstance(c, bytes) else str(c).encode("utf-8") for c in attributes["column_names"]]
+        seen: set[bytes] = set()
+        for name in listed:
+            if name in seen:
+                text = name.decode("utf-8", "replace")
+                raise YtError(f'Duplicate column name "{text}" in "column_names" parameter of web_json format config')
+            seen.add(name)
+        names = frozenset(listed)
+    value_format = _to_str(attributes.get("value_format", "schemaless"))
+    if value_format == "yql":
+        raise YtError(
+            'web_json "value_format=yql" is not supported by the local server (use the default "schemaless")',
+            attributes={"value_format": value_format},
+        )
+    if value_format != "schemaless":
+        raise YtError(f'Error parsing EWebJsonValueFormat value "{value_format}"')
+    return _WebJsonConfig(column_names=names, value_format=value_format, **limits)
+
+
+_JSON_ESCAPES = {ord('"'): '\\"', ord("\\"): "\\\\", 8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r"}
+_JSON_ESCAPES.update({c: f"\\u{c:04X}" for c in range(32) if c not in _JSON_ESCAPES})
+
+
+def _json_string(raw: bytes) -> str:
+    """A YT byte string as yajl writes it after the UTF-8 transcoder (each byte one code point; ``"``, ``\\`` and
+    control characters escaped, ``\\uXXXX`` in upper case)."""
+    return '"' + raw.decode("latin-1").translate(_JSON_ESCAPES) + '"'
+
+
+def _typed(type_name: str, text: bytes, incomplete: bool = False) -> str:
+    head = '{"$incomplete":true,' if incomplete else "{"
+    return f'{head}"$type":"{type_name}","$value":{_json_string(text)}}}'
+
+
+def _scalar_json(value: Any) -> str | None:
+    """A scalar as ``TJsonConsumer`` with ``stringify`` and ``annotate_with_types`` writes it; None if not one."""
+    if value is None or isinstance(value, yson.YsonEntity):
+        return "null"
+    if isinstance(value, (bool, yson.YsonBoolean)):
+        return _typed("boolean", b"true" if value else b"false")
+    if isinstance(value, yson.YsonUint64):
+        return _typed("uint64", str(int(value)).encode("ascii"))
+    if isinstance(value, int):
+        return _typed("int64", str(int(value)).encode("ascii"))
+    if isinstance(value, float):
+        return _typed("double", format_double(float(value)).rstrip(b"."))  # FloatToString, no "." appended
+    return None
+
+
+def _node_json(value: Any) -> str:
+    """A YSON node replayed into the consumer (``OnRaw``): attributes as ``$attributes``, keys starting with ``$``
+    doubled, scalars typed, strings never cut."""
+    attributes = value.attributes if getattr(value, "has_attributes", lambda: False)() else None
+    if isinstance(value, (bytes, str)):
+        body = _typed("string", value if isinstance(value, bytes) else value.encode("utf-8"))
+    elif isinstance(value, dict):
+        body = "{" + ",".join(f"{_json_key_text(k)}:{_node_json(v)}" for k, v in value.items()) + "}"
+    elif isinstance(value, (list, tuple)):
+        body = "[" + ",".join(_node_json(v) for v in value) + "]"
+    else:
+        body = _scalar_json(value) or "null"
+    if not attributes:
+        return body
+    head = '{"$attributes":{' + ",".join(f"{_json_key_text(k)}:{_node_json(v)}" for k, v in attributes.items()) + "}"
+    if body.startswith('{"$type"') or body.startswith('{"$incomplete"'):
+        return head + "," + body[1:]  # a typed scalar continues the map that holds the attributes
+    return head + ',"$value":' + body + "}"
+
+
+def _json_key_text(key: Any) -> str:
+    raw = key if isinstance(key, bytes) else str(key).encode("utf-8")
+    return _json_string(b"$" + raw if raw.startswith(b"$") else raw)
+
+
+class WebJsonWriter:
+    """``TWriterForWebJson`` with the schemaless value writer, as ``CreateSchemafulWriterForFormat`` builds it for
+    ``pull_queue``, ``pull_consumer`` and ``select_rows`` (system columns kept): one JSON document ``{"rows": [...],
+    "incomplete_columns", "incomplete_all_column_names", "all_column_names"}``.
+
+    Columns are accepted in the order first seen, up to ``max_selected_column_count`` (or exactly the
+    ``column_names``); ``all_column_names`` lists up to ``max_all_column_names_count`` names, sorted. Strings longer
+    than ``field_weight_limit`` bytes are cut (``$incomplete``); ``any`` and composite values whose binary YSON is
+    longer are replaced by an empty incomplete ``any``.
+    """
+
+    def __init__(self, fmt: Format, any_columns: Iterable[bytes] = ()) -> None:
+        self.config = _web_json_config(fmt.attributes)
+        self.any_columns = frozenset(any_columns)
+        self._accepted: set[bytes] = set()
+        self._all_names: set[bytes] = set()
+        self._incomplete_columns = False
+        self._incomplete_all_names = False
+        self._first = True
+
+    def _register(self, name: bytes) -> bool:
+        config = self.config
+        if len(self._all_names) < config.max_all_column_names_count:
+            self._all_names.add(name)
+        elif name not in self._all_names:
+            self._incomplete_all_names = True
+        if config.column_names is not None:
+            accepted = name in config.column_names
+        elif len(self._accepted) < config.max_selected_column_count:
+            self._accepted.add(name)
+            accepted = True
+        else:
+            accepted = name in self._accepted
+        if not accepted:
+            self._incomplete_columns = True
+        return accepted
+
+    def _value(self, name: bytes, value: Any) -> str:
+        limit = self.config.field_weight_limit
+        if (
+            name in self.any_columns
+            or isinstance(value, (dict, list, tuple))
+            or (getattr(value, "has_attributes", lambda: False)() and value.attributes)
+        ):
+            if value is None or (isinstance(value, yson.YsonEntity) and not value.attributes):
+                return "null"
+            if len(dumps_value(value)) > limit:
+                return _typed("any", b"", incomplete=True)
+            return _node_json(value)
+        if isinstance(value, (bytes, str)):
+            raw = value if isinstance(value, bytes) else value.encode("utf-8")
+            return _typed("string", raw[:limit], incomplete=True) if len(raw) > limit else _typed("string", raw)
+        return _scalar_json(value) or _node_json(value)
+
+    def rows(self, rows: Iterable[dict[Any, Any]]) -> bytes:
+        """The next rows of the ``rows`` list."""
+        parts = []
+        for row in rows:
+            fields = []
+            for key, value in row.items():
+                name = key if isinstance(key, bytes) else str(key).encode("utf-8")
+                if self._register(name):
+                    fields.append(f"{_json_key_text(name)}:{self._value(name, value)}")
+            parts.append("{" + ",".join(fields) + "}")
+        if not parts:
+            return b""
+        text = ",".join(parts)
+        if not self._first:
+            text = "," + text
+        self._first = False
+        return text.encode("utf-8")
+
+    @staticmethod
+    def prefix() -> bytes:
+        """The document's start."""
+        return b'{"rows":['
+
+    def suffix(self) -> bytes:
+        """The document's end, after every row was written."""
+        names = ",".join(_json_string(n) for n in sorted(self._all_names))
+        return (
+            f'],"incomplete_columns":"{str(self._incomplete_columns).lower()}",'
+            f'"incomplete_all_column_names":"{str(self._incomplete_all_names).lower()}",'
+            f'"all_column_names":[{names}]}}'
+        ).encode()
+
+
+def web_json_stream(
+    batches: Iterable[list[dict[Any, Any]]], fmt: Format, any_columns: Iterable[bytes] = ()
+) -> Iterator[bytes]:
+    """Batches of rows as one web JSON document (the envelope is written even with no rows)."""
+    writer = WebJsonWriter(fmt, any_columns)
+    yield writer.prefix()
+    for batch in batches:
+        data = writer.rows(batch)
+        if data:
+            yield data
+    yield writer.suffix()

@@ -10,8 +10,15 @@ import yt.yson as yson
 from spyt_queue.local import ordered, sorted_tables
 from spyt_queue.local.cypress import Node
 from spyt_queue.local.errors import AUTHORIZATION_ERROR, CONSUMER_OFFSET_CONFLICT, YtError
-from spyt_queue.local.formats import Format, dumps_rows
-from spyt_queue.local.schema import CONSUMER_SCHEMA, CONSUMER_SCHEMA_WITHOUT_META, row_data_weight, same_schema
+from spyt_queue.local.formats import Format, dumps_rows, loads_fragment, web_json_stream
+from spyt_queue.local.schema import (
+    CONSUMER_SCHEMA,
+    CONSUMER_SCHEMA_WITHOUT_META,
+    ROW_INDEX,
+    TABLET_INDEX,
+    row_data_weight,
+    same_schema,
+)
 from spyt_queue.local.state import Registration, State
 from spyt_queue.local.transactions import Transaction
 from spyt_queue.local.ypath import RichPath
@@ -195,10 +202,22 @@ def pull(
         names = [c.bname for c in table.schema.data_columns]
         weighers = table.schema.weighers
         extra = ordered.system_columns_weight(table.schema)
+        any_columns = [c.bname for c in table.schema.columns if c.type == "any"]
+        # The ordered store's read schema: $tablet_index, $row_index, then the table's columns in schema order.
+        order = [TABLET_INDEX, ROW_INDEX, *(c.bname for c in table.schema.columns)]
     if begin < end:
         limit = DEFAULT_MAX_DATA_WEIGHT if max_data_weight is None else int(max_data_weight)
         end = _data_weight_end(state, table_id, index, begin, end, limit, names, weighers, extra)
     parameters = {"start_row_index": begin if begin < end else int(offset)}
+    if fmt.name == "web_json":
+        batches = (
+            [
+                {name: row.get(name) for name in order}
+                for row in (loads_fragment(data) if data is not None else rows or [])
+            ]
+            for data, rows in ordered.read_slices(state.storage, table_id, index, begin, end)
+        )
+        return web_json_stream(batches, fmt, any_columns), parameters
     return _encode_slices(state, table_id, index, begin, end, fmt), parameters
 
 
@@ -238,8 +257,6 @@ def _encode_slices(state: State, table_id: str, tablet: int, begin: int, end: in
         if data is not None and binary:
             yield data
         elif data is not None:
-            from spyt_queue.local.formats import loads_fragment
-
             yield dumps_rows(loads_fragment(data), fmt)
         elif rows:
             yield dumps_rows(rows, fmt)

@@ -92,7 +92,13 @@ def select(
         pairs = zip(getters, output, strict=True)
         keys = [(alias, getter or _getter(column)) for (alias, getter), (column, _) in pairs]
         projected = ({alias: get(row) for alias, get in keys} for row in rows)
-    return encode_row_stream(_limit_output(projected, output_limit, fail_on_incomplete_result, query_text), fmt)
+    any_columns = [
+        alias.encode("utf-8")
+        for column, alias in output
+        if isinstance(column, str) and column_types.get(column) == "any"
+    ]
+    limited = _limit_output(projected, output_limit, fail_on_incomplete_result, query_text)
+    return encode_row_stream(limited, fmt, any_columns=any_columns)
 
 
 def _getter(column: str) -> Any:
@@ -201,7 +207,7 @@ def lookup(
                     results.append(None)
                 continue
             results.append(sorted_tables.project(row, columns))
-    return encode_row_stream(iter(results), fmt)
+    return encode_row_stream(iter(results), fmt, any_columns=[c.bname for c in schema.columns if c.type == "any"])
 
 
 __all__ = ["ROW_INDEX", "TABLET_INDEX", "lookup", "select"]
