@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import yt.yson as yson
 from pyspark.sql.types import StructType
@@ -22,11 +23,12 @@ from yt.wrapper.errors import YtResponseError
 from yt.wrapper.http_helpers import get_retriable_errors
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
-from spyt_queue.errors import SpytQueueError
+from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.arrow_rows import RowConverter
 from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.dsv_rows import DsvDecoder, dsv_format, dsv_unsupported_columns, row_index_sequence
 from spyt_queue.yt.schema import YtSchema, spark_schema
 
 log = logging.getLogger("spyt_queue.yt")
@@ -56,6 +58,9 @@ _RESOLVE_ERROR = 500
 #: Rows per pull: each pull costs a round trip and ``yt.wrapper``'s per-request work (a few ms), so fewer, larger
 #: pulls; the server still cuts a pull at its data-weight limit (16 MB by default).
 DEFAULT_PULL_BATCH_ROWS = 50_000
+#: ``read_format`` values: ``auto`` pulls ``schemaful_dsv`` when every column is a flat primitive (else YSON), ``dsv``
+#: insists on it (refused for other schemas), ``yson`` always pulls YSON.
+READ_FORMATS = ("auto", "yson", "dsv")
 _ROW_INDEX = b"$row_index"
 
 def is_transient_yt_error(error: BaseException) -> bool:
@@ -130,6 +135,7 @@ class YtQueueBackend(QueueBackend):
         binary_strings: bool = False,
         pull_batch_rows: int = DEFAULT_PULL_BATCH_ROWS,
         empty_pull_retries: int = 10,
+        read_format: str = "auto",
     ) -> None:
         self.connection = connection
         self.queue_path = queue_path
@@ -142,11 +148,18 @@ class YtQueueBackend(QueueBackend):
         self._yt_schema: YtSchema | None = None
         self._table_id = ""
         self._converter: RowConverter | None = None
+        self.read_format = read_format
+        self._dsv: DsvDecoder | None = None
+        self._dsv_refused = False
+        #: Pulls read per format in this process (``dsv``; ``yson``; ``dsv_redone``: DSV pulls re-read in YSON).
+        self.pull_counts: dict[str, int] = {"dsv": 0, "yson": 0, "dsv_redone": 0}
 
     # -- pickling: executors get configuration and the schema, never a live client ---------------------
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_converter"] = None
+        state["_dsv"] = None
+        state["pull_counts"] = {"dsv": 0, "yson": 0, "dsv_redone": 0}
         return state
 
     @property
@@ -192,6 +205,7 @@ class YtQueueBackend(QueueBackend):
         return self._yt_schema
 
     def schema(self) -> StructType:
+        self._check_read_format()
         return spark_schema(
             self._data_schema(),
             parsing_type_v3=self.parsing_type_v3,
@@ -202,6 +216,26 @@ class YtQueueBackend(QueueBackend):
     def _data_schema(self) -> YtSchema:
         """The queue's columns without system columns (``$timestamp``, ``$cumulative_data_weight``)."""
         return YtSchema(tuple(c for c in self.yt_schema.columns if not c.name.startswith("$")))
+
+    def _check_read_format(self) -> None:
+        """Refuse ``read_format=dsv`` for a queue with columns ``schemaful_dsv`` cannot carry."""
+        if self.read_format != "dsv":
+            return
+        unsupported = dsv_unsupported_columns(self._data_schema())
+        if unsupported:
+            raise OptionError(
+                "read_format",
+                f"dsv reads flat primitive columns only, but {self.queue_path} has column(s) "
+                f"{', '.join(repr(c) for c in unsupported)} of a type schemaful_dsv cannot carry (any/yson, composite, "
+                "decimal, uuid): use read_format=auto (DSV when it can, YSON otherwise) or yson",
+            )
+
+    def _use_dsv(self) -> bool:
+        """Whether pulls ask for ``schemaful_dsv`` (``read_format`` and the queue's column types)."""
+        if self.read_format == "yson":
+            return False
+        self._check_read_format()
+        return not dsv_unsupported_columns(self._data_schema())
 
     # -- driver side -----------------------------------------------------------------------------------
     def tablet_count(self) -> int:
@@ -245,8 +279,7 @@ class YtQueueBackend(QueueBackend):
         return is_transient_yt_error(error)
 
     # -- executor side ---------------------------------------------------------------------------------
-    def _pull(self, tablet: int, offset: int, count: int) -> list[dict[bytes, Any]]:
-        fmt = YsonFormat(format="binary")
+    def _pull_bytes(self, tablet: int, offset: int, count: int, fmt: Any) -> bytes:
         if self.consumer_path:
             response = self.client.pull_consumer(
                 self.consumer_path, self.queue_path, offset, tablet, max_row_count=count, format=fmt, raw=True
@@ -255,8 +288,38 @@ class YtQueueBackend(QueueBackend):
             response = self.client.pull_queue(
                 self.queue_path, offset, tablet, max_row_count=count, format=fmt, raw=True
             )
-        data = response.read() if hasattr(response, "read") else b"".join(response)
+        return response.read() if hasattr(response, "read") else b"".join(response)
+
+    def _pull(self, tablet: int, offset: int, count: int) -> list[dict[bytes, Any]]:
+        """Up to ``count`` rows from ``offset`` of ``tablet`` in binary YSON, parsed."""
+        data = self._pull_bytes(tablet, offset, count, YsonFormat(format="binary"))
+        self.pull_counts["yson"] += 1
         return list(yson.loads(data, yson_type="list_fragment", always_create_attributes=False, encoding=None))
+
+    def _pull_columns(
+        self, tablet: int, offset: int, count: int, arrow_schema: pa.Schema
+    ) -> tuple[np.ndarray, pa.RecordBatch] | None:
+        """Up to ``count`` rows from ``offset`` of ``tablet`` in ``schemaful_dsv``: (row indexes, data columns), or
+        ``None`` when this pull's values need YSON (see :class:`DsvDecoder`)."""
+        if self._dsv is None:
+            self._dsv = DsvDecoder(self._data_schema(), arrow_schema)
+        try:
+            data = self._pull_bytes(tablet, offset, count, dsv_format(self._data_schema()))
+        except YtResponseError as error:
+            if self.read_format != "auto" or self.is_transient(error):
+                raise
+            # A cluster that refuses schemaful_dsv for pulls: this reader goes on in YSON (whose pull reports any
+            # other error as it always has).
+            log.warning("%s: schemaful_dsv pull failed, reading in YSON: %s", self.describe(str(tablet)), error)
+            self._dsv_refused = True
+            return None
+        decoded = self._dsv.decode(data)
+        if decoded is None:
+            self.pull_counts["dsv_redone"] += 1
+            log.debug("pull at %d of %s re-read in YSON: schemaful_dsv cannot carry it exactly", offset, tablet)
+            return None
+        self.pull_counts["dsv"] += 1
+        return decoded
 
     def read_range(
         self, partition: str, start: int, end: int, on_data_loss: DataLossHandler
@@ -273,9 +336,15 @@ class YtQueueBackend(QueueBackend):
             )
         expected = start
         empty_pulls = 0
+        columnar = self._use_dsv()
         while expected < end:
-            rows = self._pull(tablet, expected, min(end - expected, self.pull_batch_rows))
-            if not rows:
+            want = min(end - expected, self.pull_batch_rows)
+            pulled = None
+            if columnar and not self._dsv_refused:
+                pulled = self._pull_columns(tablet, expected, want, self._converter.arrow_schema)
+            rows: list[dict[bytes, Any]] = [] if pulled is not None else self._pull(tablet, expected, want)
+            count = len(pulled[0]) if pulled is not None else len(rows)
+            if not count:
                 empty_pulls += 1
                 lower = self.bounds().get(partition, PartitionBounds(0, 0)).lower
                 if lower >= end:
@@ -291,7 +360,10 @@ class YtQueueBackend(QueueBackend):
                 time.sleep(min(0.05 * 2**empty_pulls, 2.0))
                 continue
             empty_pulls = 0
-            first, last = rows[0][_ROW_INDEX], rows[-1][_ROW_INDEX]
+            if pulled is not None:
+                first, last = int(pulled[0][0]), int(pulled[0][-1])
+            else:
+                first, last = rows[0][_ROW_INDEX], rows[-1][_ROW_INDEX]
             if first < expected:
                 raise SpytQueueError(f"{self.describe(partition)}: asked for rows from {expected} but got row {first}")
             if first > expected:
@@ -300,19 +372,36 @@ class YtQueueBackend(QueueBackend):
                     "(trimmed) before they were read"
                 )
             indexes: Sequence[int]
-            if last - first + 1 == len(rows):  # rows come in row order: no gap, no per-row index list
+            if pulled is not None:
+                indexes = row_index_sequence(pulled[0])
+                if not isinstance(indexes, range):
+                    self._report_gaps(partition, indexes, on_data_loss)
+            elif last - first + 1 == len(rows):  # rows come in row order: no gap, no per-row index list
                 indexes = range(first, last + 1)
             else:
                 indexes = [row[_ROW_INDEX] for row in rows]
                 self._report_gaps(partition, indexes, on_data_loss)
+            keep = count
             if indexes[-1] >= end:
-                keep = end - first if isinstance(indexes, range) else sum(1 for i in indexes if i < end)
+                # a pull that starts past ``end`` (rows trimmed beyond the range) keeps nothing
+                keep = max(0, end - first) if isinstance(indexes, range) else sum(1 for i in indexes if i < end)
                 rows, indexes = rows[:keep], indexes[:keep]
-            if rows:
-                yield self._converter.convert(rows, tablet, indexes)
+            if keep:
+                if pulled is not None:
+                    yield self._columns_batch(pulled[0][:keep], pulled[1].slice(0, keep), tablet)
+                else:
+                    yield self._converter.convert(rows, tablet, indexes)
                 expected = indexes[-1] + 1
             else:
                 expected = end
+
+    def _columns_batch(self, row_indexes: np.ndarray, data: pa.RecordBatch, tablet: int) -> pa.RecordBatch:
+        """The reader's record batch from a DSV pull's data columns (service columns prepended when asked for)."""
+        assert self._converter is not None
+        arrays = list(data.columns)
+        if self.include_service_columns:
+            arrays[:0] = [pa.repeat(pa.scalar(tablet, pa.int64()), len(row_indexes)), pa.array(row_indexes, pa.int64())]
+        return pa.RecordBatch.from_arrays(arrays, schema=self._converter.arrow_schema)
 
     def _report_gaps(self, partition: str, indexes: Sequence[int], on_data_loss: DataLossHandler) -> None:
         for previous, current in itertools.pairwise(indexes):

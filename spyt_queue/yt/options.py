@@ -9,7 +9,7 @@ from spyt_queue.deadletter import dead_letter_target
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 from spyt_queue.redaction import shown
-from spyt_queue.yt.backend import DEFAULT_PULL_BATCH_ROWS, YtConnection, YtQueueBackend
+from spyt_queue.yt.backend import DEFAULT_PULL_BATCH_ROWS, READ_FORMATS, YtConnection, YtQueueBackend
 from spyt_queue.yt.client import check_proxy_reachable
 
 log = logging.getLogger("spyt_queue.yt")
@@ -28,6 +28,7 @@ YT_SOURCE_OPTIONS = (
     "include_service_columns",
     "binary_strings",
     "pull_batch_rows",
+    "read_format",
 )
 
 
@@ -113,6 +114,7 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
     include_service_columns = options.get_bool("include_service_columns", False)
     binary_strings = options.get_bool("binary_strings", False)
     pull_batch_rows = options.get_int("pull_batch_rows", DEFAULT_PULL_BATCH_ROWS) or DEFAULT_PULL_BATCH_ROWS
+    read_format = options.get_choice("read_format", "auto", READ_FORMATS)
     connect_timeout(options)
     backend = YtQueueBackend(
         connection=connection_from_options(options),
@@ -122,6 +124,7 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
         include_service_columns=include_service_columns,
         binary_strings=binary_strings,
         pull_batch_rows=pull_batch_rows,
+        read_format=read_format,
     )
     target = dead_letter_target(options)  # validated here, checked on its server when the query connects
     if target is not None:

@@ -38,6 +38,7 @@ def test_every_documented_yt_source_option_is_known() -> None:
                 "parsing_type_v3": "true",
                 "binary_strings": "true",
                 "pull_batch_rows": "5",
+                "read_format": "dsv",
                 "maxRecordsPerPartition": "5",
                 "minPartitions": "2",
                 "offsets.store": "consumer",
