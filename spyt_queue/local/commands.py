@@ -8,12 +8,13 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, mutations, producer, queues, reads
+from spyt_queue.local import ids, mutations, producer, queues, reads, static_tables
 from spyt_queue.local.errors import YtError
 from spyt_queue.local.formats import (
     Format,
     decode_rows,
     decode_structured,
+    encode_row_stream,
     parse_format,
 )
 from spyt_queue.local.state import State, normalize_path
@@ -102,6 +103,12 @@ DESCRIPTORS = [
     # The driver declares no input; yt.wrapper forces "tabular" for it (YT-23538) and sends rows in the body.
     Descriptor("push_queue_producer", NULL, STRUCTURED, True, False),
     Descriptor("execute_batch", NULL, STRUCTURED, True, False),
+    Descriptor("write_table", TABULAR, NULL, True, True),
+    Descriptor("read_table", NULL, TABULAR, False, True),
+    Descriptor("alter_table", NULL, NULL, True, False),
+    Descriptor("concatenate", NULL, NULL, True, False),
+    Descriptor("copy", NULL, STRUCTURED, True, False),
+    Descriptor("lock", NULL, STRUCTURED, True, False),
 ]
 BY_NAME = {d.name: d for d in DESCRIPTORS}
 
@@ -207,9 +214,14 @@ def _master_tx_check(state: State, params: dict[str, Any]) -> None:
 
 def _start_transaction(state: State, req: Request) -> Result:
     params = req.params
-    if _get(params, "parent_id") not in (None, "0-0-0-0") or _get(params, "transaction_id") not in (None, "0-0-0-0"):
-        raise YtError("Nested transactions are not supported by the local server")
     kind = str(_get(params, "type", "master"))
+    for name in ("parent_id", "transaction_id"):
+        parent = _get(params, name)
+        if parent not in (None, "0-0-0-0"):
+            # A nested master transaction (yt.wrapper's write_table writes under one): master transactions give no
+            # isolation here, so it is an independent transaction; its parent must exist.
+            if kind != "master" or state.transactions.get(str(parent)).type != "master":
+                raise YtError("Only master transactions can be nested (in a master transaction)")
     attributes = _get(params, "attributes") or {}
     tx = state.transactions.start(kind, _int(params, "timeout"), dict(attributes))
     return Result({"transaction_id": tx.id})
@@ -567,6 +579,87 @@ def _push_producer(state: State, req: Request) -> Result:
     return Result(result)
 
 
+def _write_table(state: State, req: Request) -> Result:
+    params = req.params
+    _master_tx_check(state, params)
+    path = _path(params)
+    fmt = _input_format(params)
+    static_tables.write_table(
+        state,
+        state.local_path(path),
+        decode_rows(req.body, fmt),
+        _bool(path.attributes, "append"),
+        _complex_type_mode(fmt),
+    )
+    return Result({})
+
+
+def _read_table(state: State, req: Request) -> Result:
+    params = req.params
+    _master_tx_check(state, params)
+    fmt = _output_format(params)
+    path = _path(params)
+    if path.attributes.get("ranges") or _get(params, "control_attributes"):
+        raise YtError("read_table ranges and control attributes are not supported by the local server")
+    rows = static_tables.read_table(state, state.local_path(path))
+    return Result(
+        chunks=encode_row_stream(iter(rows), fmt),
+        output_format=fmt,
+        response_parameters={"start_row_index": 0, "approximate_row_count": len(rows)},
+    )
+
+
+def _alter_table(state: State, req: Request) -> Result:
+    params = req.params
+    _master_tx_check(state, params)
+    for name in ("schema", "upstream_replica_id", "schema_modification", "replication_progress"):
+        if _get(params, name) is not None:
+            raise YtError(f'alter_table "{name}" is not supported by the local server (only "dynamic")')
+    dynamic = _get(params, "dynamic")
+    static_tables.alter_table(state, _plain_path(params), None if dynamic is None else _bool(params, "dynamic"))
+    return Result({})
+
+
+def _concatenate(state: State, req: Request) -> Result:
+    params = req.params
+    _master_tx_check(state, params)
+    destination = _path(params, "destination_path")
+    sources = [state.local_path(parse_rich_path(p, "source_paths")) for p in _required(params, "source_paths")]
+    static_tables.concatenate(state, sources, state.local_path(destination), _bool(destination.attributes, "append"))
+    return Result({})
+
+
+def _copy(state: State, req: Request) -> Result:
+    params = req.params
+    _master_tx_check(state, params)
+    node_id = static_tables.copy(
+        state,
+        _plain_path(params, "source_path"),
+        _plain_path(params, "destination_path"),
+        _bool(params, "recursive"),
+        _bool(params, "force"),
+        _bool(params, "ignore_existing"),
+    )
+    return Result({"node_id": node_id})
+
+
+def _lock(state: State, req: Request) -> Result:
+    """``lock``: checked (a master transaction, an existing node, a known mode) and answered, but not enforced:
+    master transactions give no isolation here, so a lock protects nothing (yt.wrapper's reads take a snapshot
+    lock and read the locked node by its id)."""
+    params = req.params
+    tx_id = _get(params, "transaction_id")
+    if tx_id in (None, "0-0-0-0"):
+        raise YtError("Operation cannot be performed outside of a transaction")
+    state.transactions.get(str(tx_id))
+    mode = str(_get(params, "mode", "exclusive"))
+    if mode not in ("snapshot", "shared", "exclusive"):
+        raise YtError(f'Error parsing ELockMode value "{mode}"')
+    with state.lock:
+        node = state.cypress.resolve(_plain_path(params))
+    return Result({"lock_id": state.ids.generate(ids.TYPE_LOCK), "node_id": node.id, "revision": 0})
+
+
 HANDLERS: dict[str, Callable[[State, Request], Result]] = {
     "start_transaction": _start_transaction,
     "ping_transaction": _ping_transaction,
@@ -604,6 +697,12 @@ HANDLERS: dict[str, Callable[[State, Request], Result]] = {
     "remove_queue_producer_session": _remove_producer_session,
     "push_queue_producer": _push_producer,
     "execute_batch": _execute_batch,
+    "write_table": _write_table,
+    "read_table": _read_table,
+    "alter_table": _alter_table,
+    "concatenate": _concatenate,
+    "copy": _copy,
+    "lock": _lock,
 }
 
 assert set(HANDLERS) == set(BY_NAME), set(HANDLERS) ^ set(BY_NAME)

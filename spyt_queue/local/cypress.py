@@ -67,6 +67,9 @@ class Tablet:
     cumulative_data_weight: int = 0
     # Cache of the last chunk: (first_row, row_count, data), None = unknown, () = no chunk.
     last_chunk: Any = None
+    #: The tablet's flushed chunks as ``[chunk_id, first_row, row_count]`` (a flush at unmount/freeze, or the chunks
+    #: of a static table made dynamic): which rows a conversion to static keeps, and ``@chunk_count``.
+    chunks: list[list[Any]] = field(default_factory=list)
 
 
 COMMIT_ORDERINGS = ("weak", "strong")
@@ -89,6 +92,16 @@ class TableMeta:
     dynamic: bool
     tablets: list[Tablet] = field(default_factory=list)
     pivot_keys: list[Any] = field(default_factory=list)
+    #: A static table's chunks as ``[chunk_id, row_count]`` (``concatenate`` may list one chunk twice); its rows are
+    #: stored as tablet 0 of the table (``static_tablet``).
+    chunks: list[list[Any]] = field(default_factory=list)
+    static_tablet: Tablet | None = None
+
+    def live_chunk_count(self) -> int:
+        """Chunks a dynamic ordered table still references (fully trimmed ones are dropped), or a static table's."""
+        if not self.dynamic:
+            return len(self.chunks)
+        return sum(1 for t in self.tablets for _, first, count in t.chunks if first + count > t.trimmed_row_count)
 
     @property
     def ordered(self) -> bool:
@@ -155,6 +168,7 @@ class Cypress:
                     TableSchema.from_storage(table_sys["schema"]),
                     bool(table_sys["dynamic"]),
                     pivot_keys=list(table_sys.get("pivot_keys") or []),
+                    chunks=[list(c) for c in table_sys.get("chunks") or []],
                 )
             parent.children[components[-1]] = node
             self.by_id[node_id] = node
@@ -167,6 +181,8 @@ class Cypress:
                 "schema": node.table.schema.to_storage(),
                 "dynamic": node.table.dynamic,
                 "pivot_keys": node.table.pivot_keys,
+                "chunks": node.table.chunks,
+                "tablet_chunks": {str(t.index): t.chunks for t in node.table.tablets},
             }
         conn.execute(
             "INSERT OR REPLACE INTO nodes (path, id, type, sys, attrs) VALUES (?, ?, ?, ?, ?)",
@@ -294,9 +310,10 @@ class Cypress:
                     "replication_factor": 1,
                     "treat_as_queue_consumer": False,
                     "treat_as_queue_producer": False,
-                    "chunk_count": 0,
-                    "chunk_row_count": 0,
-                    "row_count": 0,
+                    "chunk_count": table.live_chunk_count(),
+                    "chunk_row_count": sum(int(c[1]) for c in table.chunks) if not table.dynamic else 0,
+                    "row_count": sum(int(c[1]) for c in table.chunks) if not table.dynamic else 0,
+                    "resource_usage": {"chunk_count": table.live_chunk_count(), "node_count": 1, "disk_space": 0},
                     "data_weight": 0,
                     "uncompressed_data_size": 0,
                     "compressed_data_size": 0,

@@ -45,12 +45,18 @@ def resolve_object(state: State, rich: RichPath, must_exist: bool = True) -> tup
     as given, and a missing local object is a resolve error only with ``must_exist``."""
     from spyt_queue.local.state import normalize_path
 
-    cluster = rich.cluster or state.cluster_name
+    cluster = normalize_cluster_name(rich.cluster or state.cluster_name)
     path = normalize_path(rich.path)
     if cluster != state.cluster_name:
         return cluster, path
     node = state.cypress.resolve_table(path) if must_exist else _find_table(state, path)
     return cluster, node.path if node is not None else path
+
+
+def normalize_cluster_name(cluster: str) -> str:
+    """A cluster name as the registration manager keys it (``NormalizeClusterName``: the ``.yt.yandex.net`` suffix
+    chopped, so ``<cluster=hahn.yt.yandex.net>//q`` registers and lists as ``hahn``)."""
+    return cluster.removesuffix(".yt.yandex.net")
 
 
 def _find_table(state: State, path: str) -> Node | None:

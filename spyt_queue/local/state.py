@@ -106,20 +106,27 @@ class State:
         for row in self.storage.load_tablets():
             rows.setdefault(row[0], []).append(row)
         for node in list(self.cypress.by_id.values()):
-            if node.table is None or not node.table.dynamic:
+            if node.table is None:
                 continue
-            for _table_id, index, state, total, trimmed, last_ts, cdw in rows.get(node.id, []):
-                node.table.tablets.append(
-                    Tablet(
-                        int(index),
-                        self._tablet_id(node.id, int(index)),
-                        str(state),
-                        int(total),
-                        int(trimmed),
-                        int(last_ts),
-                        int(cdw),
-                    )
+            loaded = [
+                Tablet(
+                    int(index),
+                    self._tablet_id(node.id, int(index)),
+                    str(state),
+                    int(total),
+                    int(trimmed),
+                    int(last_ts),
+                    int(cdw),
                 )
+                for _table_id, index, state, total, trimmed, last_ts, cdw in rows.get(node.id, [])
+            ]
+            if not node.table.dynamic:
+                node.table.static_tablet = loaded[0] if loaded else None
+                continue
+            tablet_chunks = (node.sys.get("table") or {}).get("tablet_chunks") or {}
+            for tablet in loaded:
+                tablet.chunks = [list(c) for c in tablet_chunks.get(str(tablet.index)) or []]
+            node.table.tablets.extend(loaded)
 
     @staticmethod
     def _tablet_id(table_id: str, index: int) -> str:
@@ -436,6 +443,17 @@ class State:
             hi = count - 1 if last is None else int(last)
             if not (0 <= lo <= hi < count):
                 raise YtError(f"Invalid tablet range [{lo}, {hi}]: table {node.path} has {count} tablet(s)")
+            if action in ("mount", "mount_frozen") and table.ordered:
+                for tablet in table.tablets[lo : hi + 1]:
+                    chunk_ids = [c[0] for c in tablet.chunks]
+                    duplicate = next((c for c in chunk_ids if chunk_ids.count(c) > 1), None)
+                    if duplicate is not None:
+                        raise YtError(
+                            f"Cannot mount table {node.path} since tablet {tablet.tablet_id} has duplicate "
+                            f"chunk {duplicate}",
+                            attributes={"chunk_id": duplicate},
+                        )
+            flushed = False
             for tablet in table.tablets[lo : hi + 1]:
                 new_state = tablet.state
                 if action == "mount":
@@ -459,8 +477,30 @@ class State:
                 elif action == "remount":
                     new_state = tablet.state
                 if new_state != tablet.state:
+                    if table.ordered and new_state in ("unmounted", "frozen"):
+                        flushed = self._flush(node, tablet) or flushed
                     tablet.state = new_state
                     ordered.persist_tablet(conn, node.id, tablet)
+            if flushed:
+                self.cypress.persist(conn, node)
+
+    def _flush(self, node: Node, tablet: Tablet) -> bool:
+        """A flush at unmount or freeze: the tablet's rows written since its last chunk become one chunk."""
+        if tablet.chunks:
+            start = int(tablet.chunks[-1][1]) + int(tablet.chunks[-1][2])
+        else:
+            row = self.storage.reader.execute(
+                "SELECT min(first_row) FROM chunks WHERE table_id = ? AND tablet = ?", (node.id, tablet.index)
+            ).fetchone()
+            start = tablet.total_row_count if row is None or row[0] is None else int(row[0])
+        if tablet.total_row_count <= start:
+            return False
+        tablet.chunks.append([self.new_chunk_id(), start, tablet.total_row_count - start])
+        return True
+
+    def new_chunk_id(self) -> str:
+        """A fresh chunk id (object type 100, ``EObjectType::Chunk``)."""
+        return self.ids.generate(ids.TYPE_CHUNK)
 
     def reshard(
         self,
@@ -640,6 +680,7 @@ class State:
             "INSERT INTO chunks (table_id, tablet, first_row, row_count, data) VALUES (?, ?, ?, ?, ?)",
             (node.id, target.index, target.total_row_count, len(rows), data),
         )
+        target.chunks.append([self.new_chunk_id(), target.total_row_count, len(rows)])
         target.total_row_count += len(rows)
         target.cumulative_data_weight = total
         target.last_write_ts = max(target.last_write_ts, source.last_write_ts)

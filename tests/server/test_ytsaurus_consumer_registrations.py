@@ -7,7 +7,8 @@ once, so each ``wait(...)`` holds on its first check.
 
 Ported (``TestConsumerRegistrations``, with ``_create_simple_registration_table``): ``test_list_registrations``,
 ``test_list_registrations_for_symlinks``, ``test_symlink_registrations`` (its plain-table pair; the replicated and
-chaos-replicated pairs need replicated tables). ``TestDataApi``: ``test_pull_queue`` (table and symlink),
+chaos-replicated pairs need replicated tables), ``test_normalize_cluster`` (``NormalizeClusterName`` chops
+``.yt.yandex.net``). ``TestDataApi``: ``test_pull_queue`` (table and symlink),
 ``test_pull_consumer`` (table and symlink), ``test_advance_consumer`` (table and symlink, with and without
 ``meta``).
 
@@ -17,8 +18,8 @@ Skipped, with the reason:
   clusters; the server has no ACLs.
 * ``test_write_availability``, ``test_read_availability`` - several clusters with tablet cells disabled and RPC
   proxies restarted (replicated/chaos registration tables).
-* ``test_normalize_cluster``, ``test_multicluster_symlink_registrations`` - cluster names of other clusters
-  (``cluster.yt.yandex.net``, ``remote_0``/``remote_1``).
+* ``test_multicluster_symlink_registrations`` - tables and links created on other clusters
+  (``remote_0``/``remote_1``).
 * the ``_create_replicated_registration_table``/``_create_chaos_registration_table`` parametrisations - replicated
   and chaos tables.
 * ``TestDataApi`` ``test_pull_replicated_queue``, ``test_pull_chaos_replicated_queue``,
@@ -303,6 +304,24 @@ class TestConsumerRegistrations:
 
             remove(f"{queue}-link")
             remove(f"{consumer}-link")
+
+    def test_normalize_cluster(self):
+        attrs = {"dynamic": True, "schema": [{"name": "a", "type": "string"}]}
+        create("table", "//tmp/q1", attributes=attrs)
+        create("table", "//tmp/c1", attributes=attrs)
+
+        register_queue_consumer(
+            "<cluster=cluster.yt.yandex.net>//tmp/q1", "<cluster=cluster.yt.yandex.net>//tmp/c1", vital=True
+        )
+
+        wait(
+            lambda: listed_registrations_are_equal(
+                list_queue_consumer_registrations(),
+                [
+                    ("cluster", "//tmp/q1", "cluster", "//tmp/c1", True),
+                ],
+            )
+        )
 
 
 class TestDataApi:

@@ -9,24 +9,28 @@ one implicit cell) and ``sync_flush_table`` is freeze + unfreeze, as in ``yt_com
 
 Ported with one check left out (the rest of the test unchanged), because the check reads chunk-tree internals
 that a single-node server without chunks does not have (``_verify_chunk_tree_statistics``,
-``_get_table_row_count_from_chunk_list``, ``@chunk_count``): test_select_from_multi_store,
+``_get_table_row_count_from_chunk_list``, ``@chunk_count``, ``#<chunk_list_id>/@statistics``):
+test_select_from_multi_store,
 test_reshard_adds_tablets, test_reshard_joins_tablets, test_reshard_join_fails_on_trimmed_rows,
 test_reshard_after_trim, test_cumulative_data_weight_column, test_create_with_trimmed_row_count,
 test_reshard_with_trimmed_row_count, test_create_with_cumulative_data_weight,
-test_reshard_with_cumulative_data_weight, test_stress_reshard_with_trimmed_row_count; test_mount without the
+test_reshard_with_cumulative_data_weight, test_stress_reshard_with_trimmed_row_count,
+test_trimmed_rows_preserved_on_unmount; test_mount without the
 ``//sys/tablet_cells/<cell>/@tablet_ids`` check (tablet cells).
+
+Static tables (``write_table``/``read_table``/``alter_table``/``concatenate``/``copy``) are ported as they are:
+test_dynamic_to_static, test_static_to_dynamic, test_no_duplicate_chunks_in_dynamic, test_make_static_after_trim,
+test_read_table (all parametrizations; its ``ignore_in_opensource_ci`` mark is YTsaurus CI's),
+test_copy_trimmed_yt_7422.
 
 Not ported (reason):
 
-* chunks, chunk lists and flushes (the server keeps rows per tablet, with no chunks, stores or flushes):
+* chunk objects, chunk lists and dynamic stores (the server keeps rows per tablet and only a list of chunk ids):
   test_flush, test_select_from_single_tablet[False] (``@chunk_count`` after a flush), test_chunk_list_kind,
   test_trim_drops_chunks, test_trim_optimizes_chunk_list, test_snapshot_lock_after_reshard_after_trim,
   test_chunk_read_limit_after_chunk_list_cow, test_reshard_fully_trimmed, test_chunk_read_limit_after_trim,
   test_cumulative_statistics_after_cow, test_data_weight_attributes, test_reshard_trimmed_shared_yt_6948,
   test_forced_unmount_after_trim (rolls back rows of an unflushed dynamic store);
-* static tables (``write_table``/``read_table``/``alter_table``/``concatenate``/``copy``: the server stores no
-  static-table data): test_dynamic_to_static, test_static_to_dynamic, test_no_duplicate_chunks_in_dynamic,
-  test_make_static_after_trim, test_trimmed_rows_preserved_on_unmount, test_read_table, test_copy_trimmed_yt_7422;
 * tablet-node internals (profiling, orchid, snapshots and node restarts, in-memory preload, background trimming by
   TTL, ``max_ordered_tablet_data_weight``): test_ordered_tablet_node_profiling, test_tablet_snapshots,
   test_in_memory, test_data_ttl, test_row_count_to_keep, test_tablet_size_limit, test_large_tablet_size_limit;
@@ -226,6 +230,26 @@ def sync_reshard_table(path: str, *args: Any, **kwargs: Any) -> None:
     _wait_for_tablet_state(path, "unmounted")
 
 
+def write_table(path: str, value: list[dict[str, Any]], **kwargs: Any) -> None:
+    _client.write_table(_p(path), value, **kwargs)
+
+
+def read_table(path: str, **kwargs: Any) -> list[dict[str, Any]]:
+    return list(_client.read_table(_p(path), **kwargs))
+
+
+def alter_table(path: str, **kwargs: Any) -> None:
+    _client.alter_table(_p(path), **kwargs)
+
+
+def concatenate(source_paths: list[str], destination_path: str, **kwargs: Any) -> None:
+    _client.concatenate([_p(p) for p in source_paths], _p(destination_path), **kwargs)
+
+
+def copy(source_path: str, destination_path: str, **kwargs: Any) -> Any:
+    return _client.copy(_p(source_path), _p(destination_path), **kwargs)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 
 
@@ -405,6 +429,50 @@ class TestOrderedDynamicTables(TestOrderedDynamicTablesBase):
         )
 
     @authors("babenko")
+    def test_dynamic_to_static(self):
+        sync_create_cells(1)
+        self._create_simple_table("//tmp/t")
+        sync_mount_table("//tmp/t")
+
+        rows = [{"a": i, "b": i * 0.5, "c": "payload" + str(i)} for i in range(100)]
+        insert_rows("//tmp/t", rows)
+
+        sync_unmount_table("//tmp/t")
+        alter_table("//tmp/t", dynamic=False)
+
+        assert not get("//tmp/t/@dynamic")
+        assert get("//tmp/t/@row_count") == 100
+        assert read_table("//tmp/t") == rows
+
+    @authors("babenko")
+    def test_static_to_dynamic(self):
+        sync_create_cells(1)
+        self._create_simple_table("//tmp/t", dynamic=False)
+
+        for i in range(10):
+            write_table("<append=true>//tmp/t", [{"a": j} for j in range(100)])
+
+        read_table("//tmp/t")
+        assert get("//tmp/t/@row_count") == 1000
+
+        alter_table("//tmp/t", dynamic=True)
+        assert get("//tmp/t/@dynamic")
+
+        sync_mount_table("//tmp/t")
+        assert select_rows("a from [//tmp/t]") == [{"a": i % 100} for i in range(1000)]
+
+    @authors("savrus", "babenko")
+    def test_no_duplicate_chunks_in_dynamic(self):
+        sync_create_cells(1)
+        self._create_simple_table("//tmp/t", dynamic=False)
+
+        write_table("//tmp/t", [{"a": 0}])
+        concatenate(["//tmp/t", "//tmp/t"], "//tmp/t")
+        alter_table("//tmp/t", dynamic=True)
+        with raises_yt_error("Cannot mount"):
+            mount_table("//tmp/t")
+
+    @authors("babenko")
     def test_trim_failure(self):
         sync_create_cells(1)
         self._create_simple_table("//tmp/t")
@@ -435,6 +503,55 @@ class TestOrderedDynamicTables(TestOrderedDynamicTablesBase):
         insert_rows("//tmp/t", [{"a": i} for i in range(100)])
         trim_rows("//tmp/t", 0, 30)
         assert select_rows("a from [//tmp/t]") == [{"a": i} for i in range(30, 100)]
+
+    @authors("babenko")
+    def test_make_static_after_trim(self):
+        sync_create_cells(1)
+        self._create_simple_table("//tmp/t", dynamic=False)
+
+        write_table("<append=true>//tmp/t", [{"a": j} for j in range(0, 100)])
+        write_table("<append=true>//tmp/t", [{"a": j * 10} for j in range(0, 100)])
+
+        alter_table("//tmp/t", dynamic=True)
+        sync_mount_table("//tmp/t")
+
+        trim_rows("//tmp/t", 0, 110)
+        time.sleep(0.2)
+
+        sync_unmount_table("//tmp/t")
+        alter_table("//tmp/t", dynamic=False)
+
+        assert read_table("//tmp/t") == [{"a": j * 10, "b": None, "c": None} for j in range(0, 100)]
+
+    @authors("babenko")
+    def test_trimmed_rows_preserved_on_unmount(self):
+        sync_create_cells(1)
+        self._create_simple_table("//tmp/t", dynamic=False)
+
+        write_table("<append=true>//tmp/t", [{"a": j} for j in range(0, 100)])
+        write_table("<append=true>//tmp/t", [{"a": j} for j in range(100, 300)])
+
+        alter_table("//tmp/t", dynamic=True)
+        sync_mount_table("//tmp/t")
+        assert select_rows("a from [//tmp/t] where [$tablet_index] = 0 and [$row_index] between 110 and 120") == [
+            {"a": j} for j in range(110, 121)
+        ]
+
+        trim_rows("//tmp/t", 0, 100)
+
+        time.sleep(0.2)
+
+        sync_unmount_table("//tmp/t")
+
+        assert get("//tmp/t/@resource_usage/chunk_count") == 1
+        # Left out: the row count of the table's root chunk list (`#<chunk_list_id>/@statistics/row_count` == 200).
+        assert get("//tmp/t/@tablets/0/flushed_row_count") == 300
+        assert get("//tmp/t/@tablets/0/trimmed_row_count") == 100
+
+        sync_mount_table("//tmp/t")
+        assert select_rows("a from [//tmp/t] where [$tablet_index] = 0 and [$row_index] between 110 and 120") == [
+            {"a": j} for j in range(110, 121)
+        ]
 
     @authors("babenko")
     def test_reshard_adds_tablets(self):
@@ -597,6 +714,38 @@ class TestOrderedDynamicTables(TestOrderedDynamicTablesBase):
     def test_set_tablet_count_upon_construction_success(self):
         self._create_simple_table("//tmp/t", tablet_count=10)
         assert get("//tmp/t/@tablet_count") == 10
+
+    @authors("savrus")
+    @pytest.mark.parametrize("erasure_codec", ["none", "reed_solomon_6_3", "lrc_12_2_2"])
+    @pytest.mark.parametrize("optimize_for", ["scan", "lookup"])
+    def test_read_table(self, optimize_for, erasure_codec):
+        sync_create_cells(1)
+        self._create_simple_table("//tmp/t", optimize_for=optimize_for, erasure_codec=erasure_codec)
+        sync_mount_table("//tmp/t")
+
+        rows = [{"a": i, "b": i * 0.5, "c": "payload" + str(i)} for i in range(0, 100)]
+        insert_rows("//tmp/t", rows)
+
+        sync_unmount_table("//tmp/t")
+        sync_mount_table("//tmp/t")
+
+        actual = read_table("//tmp/t")
+        assert actual == rows
+
+    @authors("savrus", "levysotsky")
+    def test_copy_trimmed_yt_7422(self):
+        sync_create_cells(1)
+        self._create_simple_table("//tmp/t")
+        sync_mount_table("//tmp/t")
+        insert_rows("//tmp/t", [{"a": 0}])
+        sync_flush_table("//tmp/t")
+        trim_rows("//tmp/t", 0, 1)
+        sync_freeze_table("//tmp/t")
+        copy("//tmp/t", "//tmp/t2")
+        sync_unfreeze_table("//tmp/t")
+        insert_rows("//tmp/t", [{"a": 1}])
+        sync_freeze_table("//tmp/t")
+        assert get("//tmp/t/@tablets/0/flushed_row_count") == 2
 
     @authors("babenko")
     def test_timestamp_column(self):
