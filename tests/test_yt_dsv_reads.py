@@ -306,3 +306,23 @@ def test_a_range_trimmed_past_its_end_yields_nothing(yt, yt_proxy, yt_root, read
     with pytest.raises(DataLossError, match=r"rows \[0, 4\) of tablet 0 .* removed"):
         list(backend.read_range("0", 0, 4, DataLossPolicy(True)))
     assert [b.num_rows for b in backend.read_range("0", 0, 4, DataLossPolicy(False))] == []
+
+
+def test_auto_goes_on_in_yson_when_the_cluster_refuses_the_dsv_pull(yt, yt_proxy, yt_root, monkeypatch) -> None:
+    """A proxy that answers the DSV pull with an error (here: a format config it refuses) is read in YSON by ``auto``
+    from then on; ``dsv`` reports the error."""
+    from yt.wrapper import SchemafulDsvFormat
+    from yt.wrapper.errors import YtResponseError
+
+    import spyt_queue.yt.backend as backend_module
+
+    queue = f"{yt_root}/queue"
+    create_queue(yt, queue, [column("id", "int64")])
+    yt.insert_rows(queue, [{"id": i} for i in range(5)])
+    monkeypatch.setattr(backend_module, "dsv_format", lambda schema: SchemafulDsvFormat(columns=["id", "id"]))
+
+    rows, pulls = read(yt_proxy, queue, "auto", 0, 5, pull_batch_rows=2)
+    assert [r["id"] for r in rows] == [0, 1, 2, 3, 4]
+    assert pulls == {"dsv": 0, "dsv_redone": 0, "yson": 3}
+    with pytest.raises(YtResponseError, match="Duplicate column"):
+        read(yt_proxy, queue, "dsv", 0, 5)
