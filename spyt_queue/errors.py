@@ -67,3 +67,10 @@ class ConsumerNotRegisteredError(SpytQueueError):
     """The consumer table of a stream is missing or not registered for the queue; the message says how to fix it."""
 
     code = "CONSUMER_NOT_REGISTERED"
+
+
+class SourceUnavailableError(SpytQueueError):
+    """A data source of spyt-queue cannot run in this Python environment: an extra is not installed or its module
+    failed to import; the message names the format, what failed and the ``pip install`` that fixes it."""
+
+    code = "SOURCE_UNAVAILABLE"

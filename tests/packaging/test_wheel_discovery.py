@@ -1,11 +1,15 @@
-"""``format("ytqueue")`` with no ``register()`` call, as a new user meets it: from a directory that is not the
-repository, in the editable development install and in a fresh virtual environment holding the built wheel.
+"""``format("ytqueue")``, ``spyt_kudu`` and ``spyt_hbase`` with no ``register()`` call, as a new user meets them:
+from a directory that is not the repository, in the development install and in fresh virtual environments holding
+a wheel, an sdist or an editable install built from a copy of the project that kept no symlinks.
 
 Spark discovers Python data sources by importing every top-level ``pyspark_*`` module that
 ``pkgutil.iter_modules()`` lists in the Python worker named by ``PYSPARK_PYTHON`` (see
-``pyspark/sql/worker/lookup_data_sources.py``), then registering its ``DefaultSource``. Each query runs in a
-subprocess whose working directory is a temporary directory, so the repository root is not on ``sys.path``, and
-whose driver and workers are the interpreter under test.
+``pyspark/sql/worker/lookup_data_sources.py``), then registering its ``DefaultSource``; the first hook that raises
+stops the discovery of all of them. Each query runs in a subprocess whose working directory is a temporary
+directory, so the repository root is not on ``sys.path``, and whose driver and workers are the interpreter under
+test. The fresh environments get spyt-queue with ``--no-deps`` and borrow every other distribution from this test
+session's environment (a ``.pth`` entry naming a folder of links to its site-packages), so nothing is downloaded
+but the build backend (``[build-system] requires``, from pip's cache when present).
 """
 
 from __future__ import annotations
@@ -15,26 +19,33 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: pytest's own TOML reader
+    import tomli as tomllib
 
 from spyt_queue.yt.admin import column, create_queue
 
 pytestmark = pytest.mark.spark
 
 REPO = Path(__file__).resolve().parents[2]
+HOOKS = {"pyspark_ytqueue": "ytqueue", "pyspark_spyt_kudu": "spyt_kudu", "pyspark_spyt_hbase": "spyt_hbase"}
 
 # What the user's script does: no spyt_queue import, no register(). It reports which pyspark_* hooks pkgutil
-# lists, whether Spark registered each hook's source, where spyt_queue was imported from, and the rows read.
+# lists, whether Spark registered each hook's source (and which class, from which file), where spyt_queue was
+# imported from, the rows read, and the error of a batch write into each format named after the mode.
 SCRIPT = textwrap.dedent(
     """
     import importlib, json, os, pkgutil, sys
 
-    proxy, queue, mode = sys.argv[1:4]
+    proxy, queue, mode, *write_formats = sys.argv[1:]
     if mode == "notebook":  # the README's notebook recipe: name the workers' interpreter before the session starts
         os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
@@ -46,21 +57,31 @@ SCRIPT = textwrap.dedent(
         result = {"rows": sorted([r.id, r.payload] for r in rows), "error": ""}
     except Exception as exc:  # reported, so the test shows Spark's own message
         result = {"rows": [], "error": str(exc)[:2000]}
+    write_errors = {}
+    for name in write_formats:
+        try:
+            spark.range(1).write.format(name).mode("append").save()
+            write_errors[name] = ""
+        except Exception as exc:
+            write_errors[name] = str(exc)[:4000]
     hooks = sorted(m.name for m in pkgutil.iter_modules() if m.name.startswith("pyspark_"))
     manager = spark._jsparkSession.sessionState().dataSourceManager()
     sources = {}
     for hook in hooks:
         source = getattr(importlib.import_module(hook), "DefaultSource", None)
         if source is not None:
-            sources[hook] = [source.name(), bool(manager.dataSourceExists(source.name()))]
+            module = sys.modules[source.__module__]
+            sources[hook] = [source.name(), bool(manager.dataSourceExists(source.name())), source.__name__,
+                             module.__file__]
     import spyt_queue
-    result.update(hooks=hooks, sources=sources, spyt_queue=spyt_queue.__file__, prefix=sys.prefix)
+    result.update(hooks=hooks, sources=sources, spyt_queue=spyt_queue.__file__, prefix=sys.prefix,
+                  write_errors=write_errors)
     print("RESULT " + json.dumps(result))
     spark.stop()
     """
 )
 
-# Build artefacts, caches and local state that must not go into the wheel build's copy of the project.
+# Build artefacts, caches and local state that must not go into the copy of the project.
 _NOT_SOURCES = shutil.ignore_patterns(
     ".venv",
     ".git",
@@ -75,6 +96,9 @@ _NOT_SOURCES = shutil.ignore_patterns(
     "metastore_db",
     "tmp",
 )
+
+# The optional dependencies of the extras, left out of the environment that simulates a missing Kudu extra.
+_KUDU_EXTRA = ("jpype", "_jpype", "jpype1")
 
 
 def _clean_env(python: Path, shell_vars: bool = True) -> dict[str, str]:
@@ -98,7 +122,9 @@ def _clean_env(python: Path, shell_vars: bool = True) -> dict[str, str]:
     return env
 
 
-def _run_query(python: Path, workdir: Path, proxy: str, queue: str, mode: str) -> dict:
+def _run_query(
+    python: Path, workdir: Path, proxy: str, queue: str, mode: str, write_formats: Iterable[str] = ()
+) -> dict:
     """Run ``SCRIPT`` with ``python`` from ``workdir`` and return what it reported.
 
     ``mode`` is ``shell`` (``PYSPARK_PYTHON`` exported by the shell) or ``notebook`` (no ``PYSPARK_*`` variable;
@@ -108,7 +134,7 @@ def _run_query(python: Path, workdir: Path, proxy: str, queue: str, mode: str) -
     script = workdir / "user_job.py"
     script.write_text(SCRIPT)
     done = subprocess.run(
-        [str(python), str(script), proxy, queue, mode],
+        [str(python), str(script), proxy, queue, mode, *write_formats],
         cwd=workdir,
         env=_clean_env(python, shell_vars=mode == "shell"),
         capture_output=True,
@@ -131,12 +157,14 @@ def queue_rows(yt, yt_root: str) -> tuple[str, list[list]]:
 
 
 def _assert_discovered(result: dict, rows: list[list]) -> None:
+    """The queue was read through ``format("ytqueue")`` and every hook registered its real source with Spark."""
     assert result["error"] == ""
     assert result["rows"] == rows
-    assert "pyspark_ytqueue" in result["hooks"]
-    # Every pyspark_* hook we ship (sinks added later included) is registered with Spark, not just listed.
-    assert result["sources"]["pyspark_ytqueue"] == ["ytqueue", True]
-    assert all(registered for _, registered in result["sources"].values()), result["sources"]
+    assert sorted(HOOKS) == result["hooks"], result["hooks"]
+    for hook, name in HOOKS.items():
+        source_name, registered, class_name, _ = result["sources"][hook]
+        assert (source_name, registered) == (name, True), result["sources"]
+        assert not class_name.startswith("Unavailable"), result["sources"][hook]
 
 
 def test_editable_install_is_discovered_from_a_notebook_elsewhere(yt_proxy, queue_rows, tmp_path) -> None:
@@ -152,44 +180,144 @@ def test_editable_install_is_discovered_from_a_notebook_elsewhere(yt_proxy, queu
     assert Path(result["spyt_queue"]).resolve().is_relative_to(REPO)
 
 
+def _copy_without_symlinks(destination: Path) -> Path:
+    """Copy the project as a tool that keeps no symlinks would (an archive, an artefact upload): symlinks dropped."""
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        links = {name for name in names if os.path.islink(os.path.join(folder, name))}
+        return links | set(_NOT_SOURCES(folder, names))
+
+    shutil.copytree(REPO, destination, ignore=ignore)
+    return destination
+
+
+def _borrowed_site_packages(folder: Path, leave_out: Iterable[str] = ()) -> Path:
+    """A folder of links to this environment's installed distributions, except spyt-queue and ``leave_out``.
+
+    ``leave_out`` are lower-case names of top-level modules and of distributions (their ``.dist-info``) to omit.
+    The folder is put on a fresh environment's ``sys.path`` by a ``.pth`` line, which does not run the ``.pth``
+    files inside it (this environment's editable install of the repository among them).
+    """
+    left_out = {"spyt_queue", "__pycache__", *leave_out}
+    folder.mkdir(parents=True)
+    for root in dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]):
+        for entry in Path(root).iterdir():
+            stem = entry.name.split("-")[0].split(".")[0].lower()
+            if entry.suffix == ".pth" or stem in left_out or stem.startswith("__editable__"):
+                continue
+            if not (folder / entry.name).exists():
+                (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def _pip(*args: str) -> None:
+    """Run this environment's pip (``--python`` names the environment it installs into)."""
+    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args], check=True, timeout=900)
+
+
+def _fresh_venv(folder: Path, borrowed: Path) -> Path:
+    """A new virtual environment (no pip of its own) that sees ``borrowed``; returns its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=300)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(purelib, "zz_borrowed_site_packages.pth").write_text(f"{borrowed}\n")
+    return python
+
+
 @pytest.fixture(scope="module")
-def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A new virtual environment where pip installed the built wheel and its dependencies (pip's cache reused)."""
-    base = tmp_path_factory.mktemp("fresh-install")
-    source = base / "source"
-    shutil.copytree(REPO, source, ignore=_NOT_SOURCES)
-    started = time.monotonic()
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(base / "dist"), str(source)],
-        check=True,
-        timeout=600,
-    )
-    built = time.monotonic()
-    (wheel,) = (base / "dist").glob("spyt_queue-*.whl")
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel)],
-        check=True,
-        timeout=900,
-        env=_clean_env(python, shell_vars=False),
-    )
-    installed = time.monotonic()
-    sys.stderr.write(
-        f"fresh venv: wheel built in {built - started:.0f} s, venv created and wheel installed with its "
-        f"dependencies in {installed - built:.0f} s\n"
-    )
-    yield python
-    shutil.rmtree(base, ignore_errors=True)
+def builds(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Installs of spyt-queue built from copies of the project made without symlinks, one fresh venv per kind.
+
+    Returns a function taking the kind (``wheel``, ``sdist``, ``editable``, ``wheel-degraded``) and returning the
+    interpreter of its environment, built on first use. ``wheel-degraded`` is the wheel in an environment without
+    the Kudu extra (JPype) and whose installed HBase sink package was deleted.
+    """
+    base = tmp_path_factory.mktemp("installs")
+    made: dict[str, Path] = {}
+
+    def distribution(suffix: str) -> Path:
+        if "dists" not in made:
+            source = _copy_without_symlinks(base / "source")
+            dist = base / "dist"
+            _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(dist), str(source))
+            # The sdist as a build frontend makes it: the backend's build_sdist hook, in an environment holding
+            # the project's declared build requirements.
+            requires = tomllib.loads((source / "pyproject.toml").read_text())["build-system"]["requires"]
+            tools = base / "build-tools"
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tools)], check=True, timeout=300)
+            _pip("--python", str(tools / "bin" / "python"), "install", "--quiet", *requires)
+            sdist_source = _copy_without_symlinks(base / "sdist-source")
+            subprocess.run(
+                [
+                    str(tools / "bin" / "python"),
+                    "-c",
+                    f"import setuptools.build_meta as b; b.build_sdist({str(dist)!r})",
+                ],
+                cwd=sdist_source,
+                check=True,
+                capture_output=True,
+                timeout=600,
+            )
+            made["dists"] = dist
+        (found,) = made["dists"].glob(f"spyt_queue-*{suffix}")
+        return found
+
+    def build(kind: str) -> Path:
+        if kind in made:
+            return made[kind]
+        leave_out = _KUDU_EXTRA if kind == "wheel-degraded" else ()
+        python = _fresh_venv(base / f"venv-{kind}", _borrowed_site_packages(base / f"deps-{kind}", leave_out))
+        if kind == "editable":
+            target = ["-e", str(_copy_without_symlinks(base / "editable-source"))]
+        else:
+            target = [str(distribution(".tar.gz" if kind == "sdist" else ".whl"))]
+        _pip("--python", str(python), "install", "--quiet", "--no-deps", "--no-compile", *target)
+        if kind == "wheel-degraded":
+            (hbase,) = base.glob(f"venv-{kind}/lib/python*/site-packages/spyt_queue/sinks/hbase")
+            shutil.rmtree(hbase)
+        made[kind] = python
+        return python
+
+    return build
 
 
 @pytest.mark.timeout(1800)
-def test_wheel_in_fresh_venv_is_discovered_without_register(fresh_venv, yt_proxy, queue_rows, tmp_path) -> None:
-    """``pip install spyt-queue`` (the built wheel) in a new environment, then a query from an unrelated directory."""
+@pytest.mark.parametrize("kind", ["wheel", "sdist", "editable"])
+def test_install_in_fresh_venv_is_discovered_without_register(kind, builds, yt_proxy, queue_rows, tmp_path) -> None:
+    """A wheel, an sdist and ``pip install -e`` built from a copy that kept no symlinks, in a new environment, then
+    a query from an unrelated directory: every source is discovered, the sinks' code included."""
+    python = builds(kind)
     queue, rows = queue_rows
-    result = _run_query(fresh_venv, tmp_path / "elsewhere", yt_proxy, queue, "shell")
+    result = _run_query(python, tmp_path / "elsewhere", yt_proxy, queue, "shell")
     _assert_discovered(result, rows)
-    venv = fresh_venv.parent.parent
+    venv = python.parent.parent
     assert Path(result["prefix"]).resolve() == venv.resolve()
-    assert Path(result["spyt_queue"]).resolve().is_relative_to(venv.resolve())  # the wheel, not the repository
+    home = venv.parent / "editable-source" if kind == "editable" else venv
+    assert Path(result["spyt_queue"]).resolve().is_relative_to(home.resolve())  # the install, not the repository
+    for hook in ("pyspark_spyt_kudu", "pyspark_spyt_hbase"):
+        assert Path(result["sources"][hook][3]).resolve().is_relative_to(home.resolve()), result["sources"][hook]
+
+
+@pytest.mark.timeout(1800)
+def test_a_sink_that_cannot_load_leaves_the_other_sources_discovered(builds, yt_proxy, queue_rows, tmp_path) -> None:
+    """The wheel without the Kudu extra and with the HBase sink's package gone: ``ytqueue`` still reads, and each
+    sink's format is registered as a stand-in whose use names the fix, in one line."""
+    python = builds("wheel-degraded")
+    queue, rows = queue_rows
+    result = _run_query(python, tmp_path / "elsewhere", yt_proxy, queue, "shell", ["spyt_kudu", "spyt_hbase"])
+    assert (result["error"], result["rows"]) == ("", rows)
+    assert result["sources"]["pyspark_ytqueue"][:3] == ["ytqueue", True, "YtQueueDataSource"]
+    for hook in ("pyspark_spyt_kudu", "pyspark_spyt_hbase"):
+        assert result["sources"][hook][:3] == [HOOKS[hook], True, f"Unavailable_{HOOKS[hook]}"], result["sources"]
+    kudu, hbase = result["write_errors"]["spyt_kudu"], result["write_errors"]["spyt_hbase"]
+    assert "SourceUnavailableError" in kudu and "pip install 'spyt-queue[kudu]'" in kudu, kudu
+    assert "no module 'jpype'" in kudu, kudu
+    assert "SourceUnavailableError" in hbase and "importing spyt_queue.sinks.hbase.source failed" in hbase, hbase
+    assert "pip install --force-reinstall 'spyt-queue[hbase]'" in hbase, hbase
+    for error in (kudu, hbase):
+        assert "Traceback (most recent call last)" not in error, error
