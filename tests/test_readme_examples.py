@@ -154,7 +154,7 @@ def command_words(line: str) -> list[str]:
 def summary_line(fragment: str) -> str:
     """The line of the "Command line" summary holding ``fragment``."""
     (summary,) = [b for b in readme_blocks() if b.key == ("Command line", "bash")]
-    lines = [line for line in summary.code.splitlines() if fragment in line]
+    lines = [line for line in summary.code.splitlines() if command_words(line)[:1] == ["ytqueue"] and fragment in line]
     assert len(lines) == 1, f"expected one line with {fragment!r} in README's Command line block: {lines}"
     return lines[0]
 
