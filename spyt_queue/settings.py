@@ -14,6 +14,9 @@ from spyt_queue.redaction import shown
 
 EARLIEST, LATEST = -2, -1
 STORE_KINDS = ("consumer", "group", "store")  # startingOffsets resuming from the offset store (aliases)
+#: ``min_rows_per_task``: ranges shorter than this share tasks (see :func:`spyt_queue.spark.partitions.pack_ranges`).
+#: About the rows a task reads in the time Spark spends setting up one Python task (measured by bench/bench_packing.py).
+DEFAULT_MIN_ROWS_PER_TASK = 20_000
 
 PositionsParser = Callable[[str, Any], dict[str, int]]
 
@@ -35,6 +38,8 @@ READER_OPTIONS = (
     "max_rows_per_task",
     "minPartitions",
     "min_tasks",
+    "min_rows_per_task",
+    "minRowsPerTask",
 )
 #: Kafka's ``startingTimestamp`` family, read when ``ReaderSettings.parse`` gets a ``timestamps`` parser.
 TIMESTAMP_OPTIONS = (
@@ -128,6 +133,7 @@ class ReaderSettings:
     max_trigger_delay_ms: int = 15 * 60 * 1000
     max_rows_per_task: int | None = None
     min_tasks: int | None = None
+    min_rows_per_task: int = DEFAULT_MIN_ROWS_PER_TASK
 
     @classmethod
     def parse(
@@ -184,6 +190,10 @@ class ReaderSettings:
             max_trigger_delay_ms=parse_duration_ms("maxTriggerDelay", delay) if delay else 15 * 60 * 1000,
             max_rows_per_task=options.get_int("maxRecordsPerPartition", None, "max_rows_per_task"),
             min_tasks=options.get_int("minPartitions", None, "min_tasks"),
+            min_rows_per_task=options.get_int(
+                "min_rows_per_task", DEFAULT_MIN_ROWS_PER_TASK, "minRowsPerTask", minimum=0
+            )
+            or 0,
         )
 
 

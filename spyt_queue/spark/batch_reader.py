@@ -18,7 +18,14 @@ from spyt_queue.backend import PartitionBounds, QueueBackend
 from spyt_queue.errors import OptionError
 from spyt_queue.positions import bind, plan_positions
 from spyt_queue.settings import EARLIEST, LATEST, ReaderSettings
-from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
+from spyt_queue.spark.partitions import (
+    DataLossPolicy,
+    PackedRanges,
+    RangePartition,
+    as_partitions,
+    pack_ranges,
+    split_ranges,
+)
 from spyt_queue.stores.base import OffsetStore
 
 
@@ -56,9 +63,10 @@ def _describe(backend: QueueBackend, partition: str) -> str:
 class QueueBatchReader(DataSourceReader):
     """Reads ``[startingOffsets, endingOffsets)`` of every partition.
 
-    Without task-splitting options there is one task per partition whose ``earliest``/``latest`` ends are bound
-    when the task runs. With ``maxRecordsPerPartition``, ``minPartitions`` or ``max_rows_per_partition`` the
-    ranges are cut when the DataFrame is first planned, so they are fixed then (Spark would re-plan them).
+    Without task-splitting options there is one range per partition whose ``earliest``/``latest`` ends are bound
+    when the task runs; ranges short at planning time share tasks (``min_rows_per_task``). With
+    ``maxRecordsPerPartition``, ``minPartitions`` or ``max_rows_per_partition`` the ranges are cut when the
+    DataFrame is first planned, so they are fixed then (Spark would re-plan them).
     """
 
     def __init__(self, backend: QueueBackend, settings: ReaderSettings, store: OffsetStore | None = None) -> None:
@@ -72,8 +80,8 @@ class QueueBatchReader(DataSourceReader):
         return bool(s.max_rows_per_task or s.max_rows_per_partition or s.min_tasks)
 
     def partitions(self) -> Sequence[InputPartition]:
-        """Resolve both positions against the current bounds, check them, and plan one task per partition (or
-        split the ranges into tasks)."""
+        """Resolve both positions against the current bounds, check them, and plan one range per partition (or
+        split the ranges), packing short ones into shared tasks."""
         bounds = self.backend.bounds()
         committed = self.store.committed() if self.store is not None else {}
         start = plan_positions(self.settings.starting, bounds, committed, self.backend)
@@ -87,10 +95,16 @@ class QueueBatchReader(DataSourceReader):
                 self.settings.fail_on_data_loss,
                 self.settings.max_rows_per_task or self.settings.max_rows_per_partition,
                 self.settings.min_tasks,
+                self.settings.min_rows_per_task,
             )
-        return [
-            LateBoundRange(self.backend, key, start[key], end[key], self.settings.fail_on_data_loss) for key in start
-        ]
+        late = {
+            key: LateBoundRange(self.backend, key, start[key], end[key], self.settings.fail_on_data_loss)
+            for key in start
+        }
+        # packed by their sizes now; the ends are still bound when the task runs
+        sizes = [(key, 0, max(0, bind(end[key], bounds[key]) - bind(start[key], bounds[key]))) for key in start]
+        groups = pack_ranges(sizes, self.settings.min_rows_per_task)
+        return as_partitions([[late[key] for key, _, _ in group] for group in groups])
 
     def _check(self, start: dict[str, int], end: dict[str, int], bounds: dict[str, PartitionBounds]) -> None:
         for key in start:
@@ -106,8 +120,8 @@ class QueueBatchReader(DataSourceReader):
                 )  # with failOnDataLoss=false the tasks warn when they meet the gap
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Read one range (on an executor). PySpark sends a placeholder ``InputPartition(None)`` when
+        """Read one range or packed ranges (on an executor). PySpark sends a placeholder ``InputPartition(None)`` when
         :meth:`partitions` planned none (nothing to read): it yields no rows."""
-        if isinstance(partition, RangePartition):
+        if isinstance(partition, (RangePartition, PackedRanges)):
             return partition.read()
         return iter(())

@@ -1,10 +1,15 @@
-"""What travels to executors: one input partition per ``[start, end)`` range, carrying its backend."""
+"""What travels to executors: input partitions of ``[start, end)`` ranges, each range carrying its backend.
+
+A task reads one range (:class:`RangePartition`) or, when a batch is small, several ranges of different partitions
+one after the other (:class:`PackedRanges`): every Python task costs Spark a fixed set-up, so splitting a small
+batch into one task per partition costs more than it saves (see :func:`pack_ranges`).
+"""
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -14,6 +19,9 @@ from spyt_queue.backend import DataLossHandler, QueueBackend
 from spyt_queue.errors import DataLossError
 
 log = logging.getLogger("spyt_queue.read")
+
+#: A range as planned: (partition, first row, end row exclusive).
+Range = tuple[str, int, int]
 
 
 @dataclass(frozen=True)
@@ -50,21 +58,84 @@ class RangePartition(InputPartition):
         return self.backend.read_range(self.partition, self.start, self.end, DataLossPolicy(self.fail_on_data_loss))
 
 
-def split_ranges(
-    backend: QueueBackend,
-    start: dict[str, int],
-    end: dict[str, int],
-    fail_on_data_loss: bool,
-    max_rows_per_task: int | None = None,
+class PackedRanges(InputPartition):
+    """Several ranges, of different partitions, read by one task one after the other.
+
+    Each range is read exactly as on its own (its own exactness and data-loss checks, its own service columns);
+    the task's rows are the ranges' rows in the order of :attr:`ranges`.
+    """
+
+    def __init__(self, ranges: Sequence[RangePartition]) -> None:
+        super().__init__(tuple((r.partition, r.start, r.end) for r in ranges))
+        self.ranges = tuple(ranges)
+
+    def __repr__(self) -> str:
+        return f"PackedRanges({', '.join(map(repr, self.ranges))})"
+
+    def read(self) -> Iterator[pa.RecordBatch]:
+        """Yield every range's record batches, range after range (runs on an executor)."""
+        for part in self.ranges:
+            yield from part.read()
+
+
+def pack_ranges(
+    ranges: Sequence[Range],
+    min_rows_per_task: int | None,
     min_tasks: int | None = None,
-) -> list[RangePartition]:
-    """Input partitions for the rows between two offsets; partitions absent from ``start`` are skipped.
+    max_rows_per_task: int | None = None,
+) -> list[list[Range]]:
+    """Group a batch's ranges into tasks: ranges shorter than ``min_rows_per_task`` share tasks of up to that many
+    rows; a range of ``min_rows_per_task`` rows or more is a task of its own.
+
+    The rule (``min_rows_per_task``): a task's fixed cost in Spark is about what reading some tens of thousands of
+    rows costs, so tasks smaller than that are not worth their own scheduling, whatever the number of cores. Hence:
+
+    * ranges are taken largest first and each goes to the least loaded task that has room for it (at most
+      ``min_rows_per_task`` rows, and at most ``max_rows_per_task`` when set), a new task when none has: so a batch
+      of ``R`` rows keeps at least ``ceil(R / min_rows_per_task)`` tasks, balanced;
+    * there are at least ``min_tasks`` tasks (``minPartitions``) when there are that many ranges;
+    * a task never holds two ranges of one partition (pieces cut by ``maxRecordsPerPartition``/``minPartitions`` stay
+      in tasks of their own, as asked);
+    * ``min_rows_per_task`` of ``None`` or 0: one task per range.
+
+    Within a task the ranges keep their order in ``ranges``; tasks are ordered by their first range.
+    """
+    if not min_rows_per_task or len(ranges) <= 1:
+        return [[r] for r in ranges]
+    room = min(min_rows_per_task, max_rows_per_task) if max_rows_per_task else min_rows_per_task
+    wanted = min(max(min_tasks or 1, 1), len(ranges))
+    members: list[list[int]] = [[] for _ in range(wanted)]
+    loads = [0] * wanted
+    keys: list[set[str]] = [set() for _ in range(wanted)]
+    by_size = sorted(range(len(ranges)), key=lambda i: ranges[i][1] - ranges[i][2])  # largest first, stable
+    for index in by_size:
+        key, first, stop = ranges[index]
+        rows = stop - first
+        fits = [t for t in range(len(members)) if key not in keys[t] and (not members[t] or loads[t] + rows <= room)]
+        if fits:
+            task = min(fits, key=lambda t: (loads[t], t))
+        else:
+            task = len(members)
+            members.append([])
+            loads.append(0)
+            keys.append(set())
+        members[task].append(index)
+        loads[task] += rows
+        keys[task].add(key)
+    groups = sorted(sorted(m) for m in members if m)
+    return [[ranges[i] for i in group] for group in groups]
+
+
+def cut_ranges(
+    start: dict[str, int], end: dict[str, int], max_rows_per_task: int | None = None, min_tasks: int | None = None
+) -> list[Range]:
+    """The ranges between two offsets; partitions absent from ``start`` are skipped.
 
     Ranges longer than ``max_rows_per_task`` (Spark-Kafka's ``maxRecordsPerPartition``) are cut, and with
-    ``min_tasks`` (``minPartitions``) the largest ranges are cut further until there are at least that many tasks,
+    ``min_tasks`` (``minPartitions``) the largest ranges are cut further until there are at least that many,
     so one busy partition does not become one long task.
     """
-    ranges: list[tuple[str, int, int]] = []
+    ranges: list[Range] = []
     for key, stop in end.items():
         begin = start.get(key)
         if begin is None or stop <= begin:
@@ -73,10 +144,32 @@ def split_ranges(
         ranges.extend((key, first, min(stop, first + step)) for first in range(begin, stop, step))
     if min_tasks and 0 < len(ranges) < min_tasks:
         total = sum(stop - first for _, first, stop in ranges)
-        cut: list[tuple[str, int, int]] = []
+        cut: list[Range] = []
         for key, first, stop in ranges:
             pieces = max(1, min(stop - first, round(min_tasks * (stop - first) / total)))
             bounds = [first + (stop - first) * i // pieces for i in range(pieces + 1)]
             cut.extend((key, a, b) for a, b in itertools.pairwise(bounds) if b > a)
         ranges = cut
-    return [RangePartition(backend, key, first, stop, fail_on_data_loss) for key, first, stop in ranges]
+    return ranges
+
+
+def as_partitions(groups: Sequence[Sequence[RangePartition]]) -> list[InputPartition]:
+    """One input partition per group: the range itself when alone, :class:`PackedRanges` otherwise."""
+    return [group[0] if len(group) == 1 else PackedRanges(group) for group in groups]
+
+
+def split_ranges(
+    backend: QueueBackend,
+    start: dict[str, int],
+    end: dict[str, int],
+    fail_on_data_loss: bool,
+    max_rows_per_task: int | None = None,
+    min_tasks: int | None = None,
+    min_rows_per_task: int | None = None,
+) -> list[InputPartition]:
+    """Input partitions for the rows between two offsets: :func:`cut_ranges`, then :func:`pack_ranges`."""
+    ranges = cut_ranges(start, end, max_rows_per_task, min_tasks)
+    groups = pack_ranges(ranges, min_rows_per_task, min_tasks, max_rows_per_task)
+    return as_partitions(
+        [[RangePartition(backend, key, first, stop, fail_on_data_loss) for key, first, stop in g] for g in groups]
+    )

@@ -29,7 +29,7 @@ from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
-from spyt_queue.spark.partitions import DataLossPolicy, RangePartition, split_ranges
+from spyt_queue.spark.partitions import DataLossPolicy, PackedRanges, RangePartition, split_ranges
 from spyt_queue.stores.base import OffsetStore
 
 log = logging.getLogger("spyt_queue.stream")
@@ -207,7 +207,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- planning and reading ------------------------------------------------------------------------------
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        """One input partition per partition with rows between ``start`` and ``end``.
+        """The input partitions for the rows between ``start`` and ``end``: one range per partition with rows, cut
+        by ``maxRecordsPerPartition``/``minPartitions``, short ranges packed into shared tasks (``min_rows_per_task``).
 
         The first batch reads from the start journaled in its end (``batch_start``), not from ``start``: on a
         replay Spark hands a freshly computed initial offset, which may have moved since the first run.
@@ -221,11 +222,12 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.settings.fail_on_data_loss,
             self.settings.max_rows_per_task,
             self.settings.min_tasks,
+            self.settings.min_rows_per_task,
         )
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Read one range (on an executor)."""
-        assert isinstance(partition, RangePartition)
+        """Read one range, or several packed ranges one after the other (on an executor)."""
+        assert isinstance(partition, (RangePartition, PackedRanges))
         return partition.read()
 
     # -- committing ------------------------------------------------------------------------------------------
