@@ -90,47 +90,60 @@ class _Column:
     column: YtColumn
     field: pa.Field
     read: pa.DataType
-    finish: Callable[[pa.Array], pa.Array]
+    finish: Callable[[pa.Array, bool], pa.Array]
 
 
 def _unescape(values: pa.Array) -> pa.Array:
     """Undo the writer's escaping of a binary column: ``\\\\`` -> ``\\``, ``\\t`` -> tab, ``\\n`` -> newline.
 
     Escape pairs are taken from the left (a run of backslashes pairs up from its start), so splitting on ``\\\\``
-    leaves pieces whose backslashes all start a ``\\t``/``\\n``; any other backslash is not the writer's output."""
-    if not pc.any(pc.match_substring(values, "\\")).as_py():
+    leaves pieces whose backslashes all start a ``\\t``/``\\n``; any other backslash is not the writer's output.
+    Only the values holding a backslash are rebuilt."""
+    _, offsets_buffer, data = values.buffers()
+    if data is None or not len(values):
         return values
-    pieces = pc.split_pattern(values, "\\\\")
-    flat = pieces.values
-    flat = pc.replace_substring(pc.replace_substring(flat, "\\t", "\t"), "\\n", "\n")
+    offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[values.offset : values.offset + len(values) + 1]
+    text = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]]
+    positions = np.flatnonzero(text == ord("\\")) + offsets[0]
+    if not len(positions):
+        return values
+    owners = np.searchsorted(offsets, positions, side="right") - 1  # ascending, as the positions are
+    hits = owners[np.concatenate(([True], owners[1:] != owners[:-1]))]  # the values holding a backslash
+    subset = values.take(pa.array(hits))
+    pieces = pc.split_pattern(subset, "\\\\")
+    flat = pc.replace_substring(pc.replace_substring(pieces.values, "\\t", "\t"), "\\n", "\n")
     if pc.any(pc.match_substring(flat, "\\")).as_py():
         raise _NotExact("an escape sequence the schemaful_dsv writer does not produce")
-    rebuilt = pa.ListArray.from_arrays(pieces.offsets, flat, mask=pieces.is_null())
-    return pc.binary_join(rebuilt, _BACKSLASH)
+    rebuilt = pc.binary_join(pa.ListArray.from_arrays(pieces.offsets, flat), _BACKSLASH)
+    order = np.arange(len(values))
+    order[hits] = len(values) + np.arange(len(hits))
+    return pa.concat_arrays([values, rebuilt.cast(values.type)]).take(pa.array(order))
 
 
-def _finisher(yt_type: str, target: pa.DataType) -> tuple[pa.DataType, Callable[[pa.Array], pa.Array]]:
-    """(type ``pyarrow.csv`` reads, function making the Spark column) for a YT base type, as the YSON path builds it
-    (``arrow_rows.RowConverter``: dates as int32 days, datetimes as seconds * 10^6, timestamps as microseconds)."""
+def _finisher(yt_type: str, target: pa.DataType) -> tuple[pa.DataType, Callable[[pa.Array, bool], pa.Array]]:
+    """(type ``pyarrow.csv`` reads, function making the Spark column from it and whether the text may hold escapes)
+    for a YT base type, as the YSON path builds it (``arrow_rows.RowConverter``: dates as int32 days, datetimes as
+    seconds * 10^6, timestamps as microseconds)."""
     if yt_type in _STRING_TYPES:
-        return pa.binary(), lambda a: _unescape(a).cast(target)  # to a Spark string the cast checks UTF-8
+        # to a Spark string the cast checks UTF-8
+        return pa.binary(), lambda a, escapes: (_unescape(a) if escapes else a).cast(target)
     if yt_type in _FLOAT_TYPES:
 
-        def finish_float(a: pa.Array) -> pa.Array:
+        def finish_float(a: pa.Array, escapes: bool) -> pa.Array:
             if pc.any(pc.is_nan(a)).as_py():  # the text loses a NaN's sign and payload
                 raise _NotExact("NaN")
             return a.cast(target)
 
         return pa.float64(), finish_float
     if yt_type in _BOOL_TYPES:
-        return pa.bool_(), lambda a: a
+        return pa.bool_(), lambda a, escapes: a
     if yt_type in ("date", "date32"):
-        return pa.int32(), lambda a: a.cast(target)
+        return pa.int32(), lambda a, escapes: a.cast(target)
     if yt_type in ("datetime", "datetime64"):
-        return pa.int64(), lambda a: pc.multiply_checked(a, 1_000_000).cast(target)
+        return pa.int64(), lambda a, escapes: pc.multiply_checked(a, 1_000_000).cast(target)
     if yt_type in ("timestamp", "timestamp64"):
-        return pa.int64(), lambda a: a.cast(target)
-    return target, lambda a: a  # integers: parsed straight into the Spark type (out of range: a parse error)
+        return pa.int64(), lambda a, escapes: a.cast(target)
+    return target, lambda a, escapes: a  # integers: parsed straight into the Spark type (out of range: a parse error)
 
 
 class DsvDecoder:
@@ -167,6 +180,7 @@ class DsvDecoder:
             return np.empty(0, dtype=np.int64), pa.RecordBatch.from_arrays(empty, schema=self.data_schema)
         if b"\r" in data:  # pyarrow.csv would end a line at a raw carriage return
             return None
+        escapes = b"\\" in data  # without a backslash there is no escape (nor a null) to look for
         try:
             table = csv.read_csv(
                 pa.py_buffer(data),
@@ -179,7 +193,7 @@ class DsvDecoder:
                 raise _NotExact("a row without $row_index")
             arrays: list[pa.Array] = []
             for position, spec in enumerate(self.columns, start=1):
-                array = spec.finish(table.column(position).combine_chunks())
+                array = spec.finish(table.column(position).combine_chunks(), escapes)
                 if not spec.field.nullable and array.null_count:
                     raise _NotExact(f"a null in required column {spec.column.name!r}")
                 arrays.append(array)
