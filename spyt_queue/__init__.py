@@ -33,6 +33,7 @@ def register(spark: Any) -> None:
     from the session themselves, and makes it safe to start several ``ytqueue`` queries at once in one driver
     (see :func:`spyt_queue.spark.source.seed_stream_runner_env`).
     """
+    # lazy: `import spyt_queue.local` (the embedded server) and the CLI load this package without Spark or the plugin
     from spyt_queue.spark.source import YtQueueDataSource, seed_stream_runner_env
 
     seed_stream_runner_env(spark, YtQueueDataSource.name())  # the auto-discovered source, if any (every session)

@@ -395,12 +395,12 @@ def _dead_letter_status(path: str | None, topic: str | None, proxy: str | None, 
     if topic:
         if not bootstrap_servers:
             raise CliError("--dead-letter-topic needs --bootstrap-servers")
-        from spyt_queue.deadletter import KafkaDeadLetterTarget
+        from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 
         target: Any = KafkaDeadLetterTarget({"bootstrap.servers": bootstrap_servers}, topic)
     else:
-        from spyt_queue.deadletter import YtDeadLetterTarget
         from spyt_queue.yt.backend import YtConnection
+        from spyt_queue.yt.deadletter import YtDeadLetterTarget
 
         if not _client(proxy).exists(path):  # "no YT proxy" in one line first
             raise CliError(f"dead-letter table {path} does not exist")

@@ -8,9 +8,19 @@ keeps positions by ``offsets.store`` (see :mod:`spyt_queue.stores.registry`).
 from __future__ import annotations
 
 from spyt_queue.backend import QueueBackend
-from spyt_queue.deadletter import DEAD_LETTER_OPTIONS, prepared_target
+from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
 from spyt_queue.deadletter import KAFKA_PREFIX as DEAD_LETTER_KAFKA_PREFIX
+from spyt_queue.deadletter_targets import dead_letter_target, prepared_target
 from spyt_queue.errors import OptionError
+from spyt_queue.kafka.clients import check_brokers_reachable
+from spyt_queue.kafka.options import (
+    KAFKA_PREFIX,
+    KAFKA_SOURCE_OPTIONS,
+    SPARK_KAFKA_IGNORED_OPTIONS,
+    kafka_backend_from_options,
+    kafka_config,
+    kafka_reader_settings,
+)
 from spyt_queue.options import Options, connect_timeout
 from spyt_queue.settings import READER_OPTIONS, TIMESTAMP_OPTIONS, ReaderSettings
 from spyt_queue.stores.base import OffsetStore
@@ -22,6 +32,14 @@ from spyt_queue.stores.registry import (
     check_uri,
     is_native,
     open_store,
+)
+from spyt_queue.yt.client import check_proxy_reachable
+from spyt_queue.yt.options import (
+    YT_CONFIG_PREFIX,
+    YT_SOURCE_OPTIONS,
+    check_consumer_registered,
+    connection_from_options,
+    yt_backend_from_options,
 )
 
 #: Offset store options (``offsets.store`` is parsed by :mod:`spyt_queue.stores.registry`, the group here; the
@@ -40,8 +58,6 @@ def check_source_options(options: Options) -> None:
     The names are those of either mode: options valid for one mode only (``endingOffsets`` on a stream) are
     refused by :class:`ReaderSettings` with a message of their own."""
     if is_kafka(options):
-        from spyt_queue.kafka.options import KAFKA_PREFIX, KAFKA_SOURCE_OPTIONS, SPARK_KAFKA_IGNORED_OPTIONS
-
         known = (*KAFKA_SOURCE_OPTIONS, *SPARK_KAFKA_IGNORED_OPTIONS, *READER_OPTIONS, *TIMESTAMP_OPTIONS)
         yt_only = ("proxy", "consumer_path", "include_service_columns", "parsing_type_v3", "binary_strings")
         hints = {name: "it is an option of YTsaurus queues, not of Kafka topics" for name in yt_only}
@@ -53,9 +69,6 @@ def check_source_options(options: Options) -> None:
             )
         options.check_known((*known, *STORE_OPTIONS), "the Kafka source", prefixes=(KAFKA_PREFIX,), hints=hints)
         return
-    from spyt_queue.kafka.options import KAFKA_SOURCE_OPTIONS
-    from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_SOURCE_OPTIONS
-
     kafka_only = (*KAFKA_SOURCE_OPTIONS, *TIMESTAMP_OPTIONS)
     hints = {
         name: "it is an option of the Kafka adapter, which is used when kafka.bootstrap.servers is set"
@@ -92,7 +105,7 @@ def check_sink_options(options: Options, known: tuple[str, ...], what: str, pref
 
 def _without_dead_letter_kafka(options: Options) -> Options:
     """``options`` without ``deadLetter.kafka.*`` (the dead-letter producer's configuration, checked by
-    :func:`spyt_queue.deadletter.dead_letter_target`), so unknown-option messages do not list that prefix."""
+    :func:`spyt_queue.deadletter_targets.dead_letter_target`), so unknown-option messages do not list that prefix."""
     prefix = DEAD_LETTER_KAFKA_PREFIX.lower()
     return Options({key: value for key, value in options.raw().items() if not key.startswith(prefix)})
 
@@ -102,14 +115,8 @@ def check_reachable(options: Options) -> None:
     do not answer (checked once per process; ``yt.wrapper`` alone retries an unreachable proxy for two minutes)."""
     timeout = connect_timeout(options)
     if is_kafka(options):
-        from spyt_queue.kafka.clients import check_brokers_reachable
-        from spyt_queue.kafka.options import kafka_config
-
         check_brokers_reachable(kafka_config(options), timeout)
         return
-    from spyt_queue.yt.client import check_proxy_reachable
-    from spyt_queue.yt.options import connection_from_options
-
     connection = connection_from_options(options)
     check_proxy_reachable(connection.proxy, connection.config, timeout)
     prepared_target(options)  # the dead-letter target exists (or is created with deadLetter.create=true)
@@ -121,25 +128,24 @@ def store_credentials(options: Options) -> StoreCredentials:
 
 
 def backend_for(options: Options, streaming: bool) -> QueueBackend:
-    """The backend reading the log the options describe (validated, not yet connected where avoidable)."""
+    """The backend reading the log the options describe (validated, not yet connected where avoidable), with the
+    dead-letter target of a YTsaurus source bound to it."""
     check_uri(options.get_str(STORE_OPTION), store_credentials(options), password_in_uri=False)
     if is_kafka(options):
-        from spyt_queue.kafka.options import kafka_backend_from_options
-
         return kafka_backend_from_options(options)
-    from spyt_queue.yt.options import yt_backend_from_options
-
     # A stream needs somewhere to commit: the consumer table, unless another store is named.
     needs_consumer = streaming and is_native(options.get_str(STORE_OPTION))
-    return yt_backend_from_options(options, streaming=needs_consumer)
+    backend = yt_backend_from_options(options, streaming=needs_consumer)
+    target = dead_letter_target(options)  # validated here, checked on its server when the query connects
+    if target is not None:
+        backend.dead_letters = target.bind(f"yt:{backend.queue_path}", "source")
+    return backend
 
 
 def settings_for(options: Options, streaming: bool | None) -> ReaderSettings:
     """Reader settings for a stream, a batch, or (``None``) ``load()``, where only what is invalid in both modes
     can be rejected."""
     if is_kafka(options):
-        from spyt_queue.kafka.options import kafka_reader_settings
-
         return kafka_reader_settings(options, streaming)
     has_store = "consumer_path" in options or not is_native(options.get_str(STORE_OPTION))
     if streaming or streaming is None:
@@ -168,8 +174,6 @@ def store_for(options: Options, backend: QueueBackend) -> OffsetStore | None:
     if is_native(uri):
         store = backend.default_store()
         if store is not None and not is_kafka(options):
-            from spyt_queue.yt.options import check_consumer_registered
-
             check_consumer_registered(backend)  # on the driver when the query starts, not inside a task
         return store
     assert uri is not None

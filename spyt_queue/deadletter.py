@@ -15,12 +15,15 @@ partition), ``offset`` (row index, Kafka offset, or the row's position in the ta
 ``payload`` (the raw record: binary YSON of the row as read or as it was to be written) and ``time_us``.
 In a Kafka topic the payload is the record's value, the key is ``source/partition/offset`` and the other fields are
 headers ``deadletter.<field>``.
+
+This module holds what every source and sink shares: the records, the target interface, the bound target tasks
+carry and the per-batch helpers. The targets live beside their technology (:mod:`spyt_queue.yt.deadletter`,
+:mod:`spyt_queue.kafka.deadletter`); :mod:`spyt_queue.deadletter_targets` builds one from a query's options.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -28,10 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yt.yson as yson
+from pyspark import TaskContext
 
-from spyt_queue.errors import OptionError, SpytQueueError
+from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
-from spyt_queue.redaction import shown
+from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
 log = logging.getLogger("spyt_queue.deadletter")
 
@@ -54,7 +58,8 @@ DEAD_LETTER_SCHEMA: list[dict[str, Any]] = [
     {"name": "payload", "type": "string"},
     {"name": "time_us", "type": "int64"},
 ]
-_ERROR_LIMIT = 4000
+#: Characters of a dead letter's ``error`` that are kept.
+ERROR_LIMIT = 4000
 
 
 class DeadLetterError(SpytQueueError):
@@ -82,7 +87,7 @@ class DeadLetter:
             "stage": self.stage,
             "partition": self.partition,
             "offset": self.offset,
-            "error": self.error[:_ERROR_LIMIT],
+            "error": self.error[:ERROR_LIMIT],
             "payload": self.payload,
             "time_us": self.time_us,
         }
@@ -171,228 +176,9 @@ class BoundDeadLetters:
         return len(letters)
 
 
-class YtDeadLetterTarget(DeadLetterTarget):
-    """An ordered dynamic table, appended to with ``insert_rows`` (durable when it returns)."""
-
-    def __init__(self, connection: Any, path: str, create: bool = False) -> None:
-        self.connection = connection
-        self.path = path
-        self.create = create
-
-    def describe(self) -> str:
-        return f"yt:{self.path}"
-
-    def check(self) -> None:
-        client = self.connection.client()
-        if not client.exists(self.path):
-            if not self.create:
-                raise OptionError(
-                    PATH_OPTION,
-                    f"{self.path} does not exist on {self.connection.proxy}: create an ordered dynamic table with "
-                    f"columns {', '.join(c['name'] for c in DEAD_LETTER_SCHEMA)} (ytqueue create-table {self.path} "
-                    f"--schema {_schema_text()}) or set deadLetter.create=true",
-                )
-            from spyt_queue.yt.admin import create_queue
-
-            create_queue(client, self.path, DEAD_LETTER_SCHEMA)
-            log.info("created dead-letter table %s", self.path)
-            return
-        attrs = client.get(self.path, attributes=["type", "dynamic", "sorted", "schema", "tablet_state"]).attributes
-        if attrs.get("type") != "table" or not attrs.get("dynamic") or attrs.get("sorted"):
-            raise OptionError(PATH_OPTION, f"{self.path} is not an ordered dynamic table (a queue)")
-        if attrs.get("tablet_state") != "mounted":
-            raise OptionError(PATH_OPTION, f"{self.path} is not mounted (tablet_state={attrs.get('tablet_state')})")
-        names = {str(c.get("name")) for c in attrs.get("schema", [])}
-        missing = [c["name"] for c in DEAD_LETTER_SCHEMA if c["name"] not in names]
-        if missing:
-            raise OptionError(PATH_OPTION, f"{self.path} lacks the dead-letter column(s) {', '.join(missing)}")
-
-    def write(self, letters: Sequence[DeadLetter]) -> None:
-        self.connection.client().insert_rows(self.path, [letter.row() for letter in letters])
-
-    def count(self) -> dict[str, int]:
-        client = self.connection.client()
-        tablets = int(client.get(f"{self.path}/@tablet_count"))
-        infos = client.get_tablet_infos(self.path, list(range(tablets)))["tablets"]
-        return {str(i): int(t["total_row_count"]) - int(t["trimmed_row_count"]) for i, t in enumerate(infos)}
-
-
-class KafkaDeadLetterTarget(DeadLetterTarget):
-    """A Kafka topic, written by an idempotent producer and flushed (every record acknowledged) per write."""
-
-    def __init__(self, config: Mapping[str, Any], topic: str, create: bool = False, timeout_s: float = 60.0) -> None:
-        self.config = {"enable.idempotence": True, "acks": "all", **dict(config)}
-        self.topic = topic
-        self.create = create
-        self.timeout_s = timeout_s
-
-    def describe(self) -> str:
-        return f"kafka:{self.topic}"
-
-    def _admin_config(self) -> dict[str, Any]:
-        return {"bootstrap.servers": self.config["bootstrap.servers"]}
-
-    def check(self) -> None:
-        from spyt_queue.kafka.clients import admin_client
-
-        admin = admin_client(self._admin_config())
-        topics = admin.list_topics(timeout=self.timeout_s).topics
-        found = topics.get(self.topic)
-        if found is not None and found.error is None:
-            return
-        if not self.create:
-            raise OptionError(
-                TOPIC_OPTION,
-                f"topic {self.topic!r} does not exist on {self.config['bootstrap.servers']}: create it or set "
-                "deadLetter.create=true",
-            )
-        from confluent_kafka.admin import NewTopic
-
-        futures = admin.create_topics([NewTopic(self.topic, num_partitions=1)], request_timeout=self.timeout_s)
-        try:
-            futures[self.topic].result(timeout=self.timeout_s)
-        except Exception as error:
-            if "TOPIC_ALREADY_EXISTS" not in str(error):
-                raise
-        log.info("created dead-letter topic %s", self.topic)
-
-    def write(self, letters: Sequence[DeadLetter]) -> None:
-        from spyt_queue.kafka.clients import pooled_producer
-
-        errors: list[str] = []
-
-        def delivered(error: Any, message: Any) -> None:
-            if error is not None:
-                errors.append(str(error))
-
-        with pooled_producer(self.config) as producer:
-            for letter in letters:
-                headers = [
-                    ("deadletter.source", letter.source.encode()),
-                    ("deadletter.stage", letter.stage.encode()),
-                    ("deadletter.partition", letter.partition.encode()),
-                    ("deadletter.offset", str(letter.offset).encode()),
-                    ("deadletter.error", letter.error[:_ERROR_LIMIT].encode()),
-                    ("deadletter.time_us", str(letter.time_us).encode()),
-                ]
-                key = f"{letter.source}/{letter.partition}/{letter.offset}".encode()
-                while True:
-                    try:
-                        producer.produce(
-                            self.topic, value=letter.payload, key=key, headers=headers, on_delivery=delivered
-                        )
-                        break
-                    except BufferError:
-                        producer.poll(0.1)
-            remaining = producer.flush(self.timeout_s)
-        if errors:
-            raise DeadLetterError(f"{len(errors)} dead letter(s) failed delivery to {self.topic}, first: {errors[0]}")
-        if remaining:
-            raise DeadLetterError(
-                f"{remaining} dead letter(s) were not acknowledged by {self.topic} within {self.timeout_s:g} s"
-            )
-
-    def count(self) -> dict[str, int]:
-        from confluent_kafka import TopicPartition
-
-        from spyt_queue.kafka.clients import pooled_consumer
-
-        with pooled_consumer(self._admin_config()) as consumer:
-            metadata = consumer.list_topics(self.topic, timeout=self.timeout_s).topics.get(self.topic)
-            if metadata is None or metadata.error is not None:
-                raise SpytQueueError(f"dead-letter topic {self.topic!r} does not exist")
-            result = {}
-            for index in sorted(metadata.partitions):
-                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, index), timeout=self.timeout_s)
-                result[f"{self.topic}:{index}"] = int(high) - int(low)
-            return result
-
-
-def _schema_text() -> str:
-    return ",".join(f"{c['name']}:{c['type']}" for c in DEAD_LETTER_SCHEMA)
-
-
 def is_configured(options: Options) -> bool:
     """Whether the options name a dead-letter target."""
     return PATH_OPTION in options or TOPIC_OPTION in options
-
-
-def dead_letter_target(options: Options) -> DeadLetterTarget | None:
-    """The target the options name, validated (not yet checked on its server), or ``None`` (fail on bad rows).
-
-    ``deadLetter.path`` connects with ``deadLetter.proxy``/``deadLetter.token``, else the query's ``proxy``/``token``
-    (and ``yt.*``), else ``YT_PROXY``. ``deadLetter.topic`` produces with ``deadLetter.kafka.*``, whose
-    ``bootstrap.servers`` defaults to the query's ``kafka.bootstrap.servers``."""
-    path, topic = options.get_str(PATH_OPTION), options.get_str(TOPIC_OPTION)
-    create = options.get_bool(CREATE_OPTION, False)
-    kafka = options.with_prefix(KAFKA_PREFIX)
-    if path and topic:
-        raise OptionError(PATH_OPTION, "give either deadLetter.path (a YT table) or deadLetter.topic (Kafka), not both")
-    if not path and not topic:
-        for option in (CREATE_OPTION, PROXY_OPTION, TOKEN_OPTION):
-            if option in options:
-                raise OptionError(option, "needs deadLetter.path or deadLetter.topic: say where bad rows go")
-        if kafka:
-            raise OptionError(KAFKA_PREFIX + next(iter(kafka)), "needs deadLetter.topic")
-        return None
-    if path:
-        if kafka:
-            raise OptionError(KAFKA_PREFIX + next(iter(kafka)), "applies to deadLetter.topic, not deadLetter.path")
-        from spyt_queue.yt.options import connection_from_options, plain_cypress_path
-
-        path = plain_cypress_path(PATH_OPTION, path)
-        raw = options.raw()
-        proxy = options.get_str(PROXY_OPTION) or options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")
-        if not proxy:
-            raise OptionError(PROXY_OPTION, "deadLetter.path needs a YT proxy: set deadLetter.proxy (or YT_PROXY)")
-        raw["proxy"] = proxy
-        token = options.get_str(TOKEN_OPTION)
-        if token:
-            raw["token"] = token
-        return YtDeadLetterTarget(connection_from_options(Options(raw)), path, create)
-    assert topic is not None
-    for option in (PROXY_OPTION, TOKEN_OPTION):
-        if option in options:
-            raise OptionError(option, "applies to deadLetter.path, not deadLetter.topic")
-    if not topic.strip() or any(ch.isspace() for ch in topic):
-        raise OptionError(TOPIC_OPTION, f"not a valid topic name: {shown(TOPIC_OPTION, topic)}")
-    config = dict(kafka)
-    if "bootstrap.servers" not in config:
-        servers = options.get_str("kafka.bootstrap.servers")
-        if not servers:
-            raise OptionError(
-                KAFKA_PREFIX + "bootstrap.servers",
-                "deadLetter.topic needs brokers: set deadLetter.kafka.bootstrap.servers (a Kafka query's "
-                "kafka.bootstrap.servers is used when present)",
-            )
-        config["bootstrap.servers"] = servers
-    return KafkaDeadLetterTarget(config, topic.strip(), create)
-
-
-def prepared_target(options: Options) -> DeadLetterTarget | None:
-    """:func:`dead_letter_target`, checked on its server (created with ``deadLetter.create=true``)."""
-    target = dead_letter_target(options)
-    if target is not None:
-        target.check()
-    return target
-
-
-def sink_dead_letters(options: Options, target_name: str, refused_by: str = "") -> BoundDeadLetters | None:
-    """The dead letters of a sink writing to ``target_name``, checked on their server; ``refused_by`` names an
-    option the dead-letter target can not be combined with (``producer_path``: a diverted row would leave a gap in
-    the producer session's sequence)."""
-    target = dead_letter_target(options)
-    if target is None:
-        return None
-    if refused_by:
-        option = PATH_OPTION if PATH_OPTION in options else TOPIC_OPTION
-        raise OptionError(
-            option,
-            f"can not be combined with {refused_by}: exactly-once producer sessions need every source row, a bad row "
-            "stops the query there",
-        )
-    target.check()
-    return target.bind(target_name, "sink")
 
 
 def dead_letter_count(messages: Iterable[Any]) -> int:
@@ -413,8 +199,6 @@ def task_partition() -> str:
     """``spark-partition-N`` inside a Spark task, else ``this task``: a sink record's partition when the rows do not
     carry the source's service columns."""
     try:
-        from pyspark import TaskContext
-
         context = TaskContext.get()
     except Exception:  # pragma: no cover - pyspark is always importable where this runs
         context = None
@@ -425,8 +209,6 @@ def batch_coordinates(batch: Any, first_row: int) -> list[tuple[str, int]]:
     """Per row of an Arrow ``batch`` (rows ``first_row``... of this task): the source tablet and row index when the
     batch carries the ``ytqueue`` service columns (and they are set), else (:func:`task_partition`, the row's
     position in the task). The ``partition``/``offset`` of a sink's dead letters."""
-    from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
-
     task = task_partition()
     names = batch.schema.names
     if SERVICE_TABLET_COLUMN in names and SERVICE_ROW_COLUMN in names:

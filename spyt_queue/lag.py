@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +34,6 @@ def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) 
     ``latestOffset`` is what the source reported with ``reportLatestOffset`` (the end of every partition at the
     last trigger) and ``endOffset`` the end of the last planned batch.
     """
-    import json
-
     if not isinstance(progress, Mapping):
         progress = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
     source = progress["sources"][source_index]

@@ -8,14 +8,9 @@ from pyspark.sql.types import StructType
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.sinks.hbase.writer import HBaseBatchWriter, HBaseStreamWriter, check_table, settings_from_options
+from spyt_queue.spark.errors import one_line
 
 __all__ = ["HBaseDataSource"]
-
-
-def _one_line(error: SpytQueueError) -> SpytQueueError:
-    from spyt_queue.spark.source import one_line
-
-    return one_line(error)
 
 
 class HBaseDataSource(DataSource):
@@ -32,17 +27,17 @@ class HBaseDataSource(DataSource):
             settings = settings_from_options(Options(dict(self.options)), schema)
             check_table(settings)
         except SpytQueueError as error:
-            raise _one_line(error) from None
+            raise one_line(error) from None
         return settings
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """Writes each micro-batch as puts (``overwrite``/complete mode is refused: HBase has no truncate here)."""
         if overwrite:
-            raise _one_line(OptionError("outputMode", "the spyt_hbase sink supports append and update modes only"))
+            raise one_line(OptionError("outputMode", "the spyt_hbase sink supports append and update modes only"))
         return HBaseStreamWriter(self._settings(schema))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Writes a DataFrame as puts (mode ``overwrite`` is refused)."""
         if overwrite:
-            raise _one_line(OptionError("mode", "the spyt_hbase sink appends (puts); mode overwrite is not supported"))
+            raise one_line(OptionError("mode", "the spyt_hbase sink appends (puts); mode overwrite is not supported"))
         return HBaseBatchWriter(self._settings(schema))

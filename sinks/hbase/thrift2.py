@@ -99,6 +99,7 @@ def load_idl(explicit: str | None = None) -> ModuleType:
                     text = jar.read(IDL_ENTRY).decode("utf-8")
         except (OSError, KeyError, zipfile.BadZipFile) as error:
             raise Thrift2UnavailableError(f"cannot read the Thrift2 IDL {IDL_ENTRY} from {path}: {error}") from None
+        # lazy: thriftpy2 (the hbase extra) loads only where the HBase sink runs
         import thriftpy2
 
         module = thriftpy2.load_fp(io.StringIO(text), module_name="spyt_hbase2_thrift")
@@ -127,6 +128,7 @@ class Thrift2Client:
         protocol: str = "binary",
         idl: str | None = None,
     ) -> None:
+        # lazy: thriftpy2 (the hbase extra) loads only where the HBase sink runs
         from thriftpy2.protocol import TBinaryProtocol, TCompactProtocol
         from thriftpy2.thrift import TClient
         from thriftpy2.transport import TBufferedTransport, TFramedTransport, TSocket

@@ -29,11 +29,11 @@ from spyt_queue.deadletter import (
     BoundDeadLetters,
     DeadLetter,
     batch_coordinates,
-    dead_letter_target,
     log_batch,
     task_partition,
     yson_payload,
 )
+from spyt_queue.deadletter_targets import dead_letter_target
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.options import Options
 from spyt_queue.redaction import shown
@@ -231,6 +231,7 @@ _lock = threading.Lock()
 
 
 def _thrift():
+    # lazy: happybase/thriftpy2 (the hbase extra) load only where the HBase sink runs
     import happybase  # noqa: F401 - loads the Thrift1 IDL as the module Hbase_thrift
     import Hbase_thrift
 
@@ -259,6 +260,7 @@ def connection(settings: HBaseSinkSettings):
                     settings.idl,
                 )  # fmt: skip
             else:
+                # lazy: happybase/thriftpy2 (the hbase extra) load only where the HBase sink runs
                 import happybase
 
                 try:
@@ -325,6 +327,7 @@ def _reconnecting(settings: HBaseSinkSettings, call: Callable[[], Any]) -> Any:
     connections idle longer than ``hbase.thrift.server.socket.read.timeout`` (60 s by default), so a Python
     worker's cached connection is often closed when the next batch comes. Only for idempotent calls (puts of the
     same cells, with ``timestamp_column`` the same versions; table checks)."""
+    # lazy: happybase/thriftpy2 (the hbase extra) load only where the HBase sink runs
     from thriftpy2.transport import TTransportException  # installed with happybase (the hbase extra)
 
     try:
@@ -529,6 +532,7 @@ def is_refusal(error: BaseException) -> bool:
     """Whether a failed call means the gateway refused its mutations (bad row key, timestamp, family, cell size:
     each row is then tried alone and the refused ones are dead-lettered), as opposed to a transport failure, a
     timeout or a region that is unavailable (the task fails, Spark retries it)."""
+    # lazy: happybase/thriftpy2 (the hbase extra) load only where the HBase sink runs
     from thriftpy2.thrift import TApplicationException
 
     if isinstance(error, TApplicationException):  # a RuntimeException in the gateway's handler (IllegalArgument...)

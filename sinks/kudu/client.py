@@ -155,6 +155,7 @@ def start_jvm(jars: str | Sequence[str] | None = None) -> Any:
     A JVM already started (by an earlier call, or by another JPype user of this process that put the jars on its
     class path) is reused."""
     try:
+        # lazy: JPype (the kudu extra) and its JVM load only where Kudu is used
         import jpype
         import jpype.config
     except ImportError:

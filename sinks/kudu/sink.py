@@ -55,15 +55,16 @@ from spyt_queue.deadletter import (
     BoundDeadLetters,
     DeadLetter,
     log_batch,
-    sink_dead_letters,
     task_partition,
     yson_payload,
 )
+from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.options import Options
-from spyt_queue.spark.source import _user_errors
+from spyt_queue.spark.errors import user_errors
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
+from .client import ColumnSpec, KuduTableNotFoundError, KuduWriteError, get_client
 from .mutations import Key, Mutation, MutationKind, format_key, key_of
 from .planners import HistoryPlanner, LatestPlanner, Planner, group_rows, plan_groups, planner_from_options
 
@@ -199,7 +200,6 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
 
 
 def _write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any) -> KuduWriteCommit:
-    from .client import KuduWriteError, get_client
 
     rows = _rows(batches, config.timestamp_columns)
     if config.dead_letters is not None:
@@ -282,7 +282,6 @@ def _repair_after_refusal(config: KuduSinkConfig, table: Any, keys: Iterable[Key
 def _conflict(config: KuduSinkConfig, error: Any) -> Exception | None:
     """The error for a flush whose INSERT met a stored key that the planner had not seen (another task or writer
     planned the key in this batch), naming the fix; None for other refusals."""
-    from .client import KuduWriteError
 
     if not any(e.already_present for e in error.errors) or config.planner.name == "append":
         return None
@@ -307,7 +306,6 @@ def _write_diverting(
     key). A row the planner can never plan (a NULL event time: :meth:`Planner.check_row`) is dead-lettered alone;
     the other rows of its key are planned. DELETEs (``history`` merges) are applied after the other mutations,
     only for keys none of whose mutations was refused. Dead letters are durable before the task returns."""
-    from .client import get_client
 
     planner = config.planner
     task = task_partition()
@@ -383,7 +381,6 @@ def _apply_diverting(
     """Apply ``planned`` in ``session`` and flush it: a mutation the client can not build, or Kudu refuses, becomes
     a dead letter (its id goes into ``refused``); transient errors, an overflowing error collector and a conflict
     with another task's rows raise."""
-    from .client import KuduWriteError
 
     for mutation, where in planned:
         try:
@@ -468,7 +465,7 @@ class KuduStreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Every task flushed and saw no row error; refuse the batch if a key was planned by two tasks."""
         if self.config.key_check:
-            _user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
+            user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
         log.info("Kudu micro-batch %s committed: %s", batchId, _summary(messages))
         log_batch(messages, batchId, self.config.dead_letters)
 
@@ -490,7 +487,7 @@ class KuduBatchWriter(DataSourceArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Refuse the write if a key was planned by two tasks."""
         if self.config.key_check:
-            _user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
+            user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Mutations of successful tasks stay; writing again re-plans every key (idempotent)."""
@@ -524,7 +521,6 @@ def _maintained_columns(planner: Planner, schema: StructType) -> dict[str, str]:
 
 
 def _create_table(client: Any, options: Options, config: KuduSinkConfig, schema: StructType) -> None:
-    from .client import ColumnSpec
 
     planner = config.planner
     primary = list(planner.primary_key)
@@ -572,7 +568,6 @@ def _create_table(client: Any, options: Options, config: KuduSinkConfig, schema:
 
 
 def _spec(name: str, kudu_type: str, f: Any, key: bool) -> Any:
-    from .client import ColumnSpec
 
     dtype = getattr(f, "dataType", None)
     if isinstance(dtype, DecimalType):
@@ -612,7 +607,6 @@ def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) 
     """Create the table when missing and ``create_table=true``, else fail naming it; check the stream's columns and
     the planner's maintained columns exist in it. Returns ``config`` with the ``history`` far-future sentinel fitted
     to the table (:func:`_fit_far_future`)."""
-    from .client import KuduTableNotFoundError, get_client
 
     client = get_client(config.masters, jars=config.jars)
     if not client.table_exists(config.table):

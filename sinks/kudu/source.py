@@ -10,7 +10,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourc
 from pyspark.sql.types import StructType
 
 from spyt_queue.options import Options
-from spyt_queue.spark.source import _user_errors
+from spyt_queue.spark.errors import user_errors
 
 from .sink import FORMAT, kudu_batch_writer, kudu_stream_writer
 
@@ -27,8 +27,8 @@ class KuduDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """Each micro-batch planned into the table (``outputMode("append")``)."""
-        return _user_errors(lambda: kudu_stream_writer(Options(self.options), schema, overwrite))
+        return user_errors(lambda: kudu_stream_writer(Options(self.options), schema, overwrite))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """A DataFrame planned into the table (``mode("append")``)."""
-        return _user_errors(lambda: kudu_batch_writer(Options(self.options), schema, overwrite))
+        return user_errors(lambda: kudu_batch_writer(Options(self.options), schema, overwrite))

@@ -11,8 +11,8 @@ import itertools
 import logging
 import operator
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,6 +24,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -37,32 +38,23 @@ from pyspark.sql.types import (
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.collector import gc_paused
-from spyt_queue.errors import SpytQueueError, UnreachableError
+from spyt_queue.errors import SpytQueueError
 from spyt_queue.kafka.clients import READ_COMMITTED, admin_client, isolation_level, pooled_consumer
-from spyt_queue.kafka.subscription import Subscription
+from spyt_queue.kafka.errors import (
+    admin_result,
+    is_transient_code,
+    is_transient_kafka_error,
+    is_unknown_partition_error,
+    with_retries,
+)
+from spyt_queue.kafka.subscription import Subscription, split_key
 from spyt_queue.offsets import sorted_partitions
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.kafka_group import KafkaGroupStore
 
 log = logging.getLogger("spyt_queue.kafka")
-T = TypeVar("T")
 
 HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
-TRANSIENT_KAFKA_CODES = {
-    KafkaError._TIMED_OUT,
-    KafkaError._TRANSPORT,
-    KafkaError._ALL_BROKERS_DOWN,
-    KafkaError.REQUEST_TIMED_OUT,
-    KafkaError.NOT_COORDINATOR,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.LEADER_NOT_AVAILABLE,
-    KafkaError.NOT_LEADER_FOR_PARTITION,
-    KafkaError.NETWORK_EXCEPTION,
-}
-UNKNOWN_PARTITION_CODES = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
-
-
 def kafka_schema(include_headers: bool, include_timestamp: bool = True) -> StructType:
     """The row schema of Spark's Kafka source, so existing queries port unchanged; ``include_timestamp=False``
     (the ``includeTimestamp`` option) leaves out ``timestamp`` and ``timestampType``."""
@@ -79,65 +71,6 @@ def kafka_schema(include_headers: bool, include_timestamp: bool = True) -> Struc
     if include_headers:
         fields.append(StructField("headers", HEADERS_TYPE, True))
     return StructType(fields)
-
-
-def split_key(key: str) -> tuple[str, int]:
-    """``"topic:3"`` -> ``("topic", 3)``."""
-    topic, _, partition = key.rpartition(":")
-    return topic, int(partition)
-
-
-def _result(future: Any, what: str, timeout: float) -> Any:
-    try:
-        return future.result(timeout=timeout)
-    except KafkaException:
-        raise
-    except TimeoutError as error:  # transient: the broker may be restarting (is_transient_kafka_error)
-        raise UnreachableError(f"Kafka {what}: no answer within {timeout:g} s; is the broker up?") from error
-    except Exception as error:
-        raise SpytQueueError(f"Kafka {what} failed: {error}") from error
-
-
-def is_transient_kafka_error(error: BaseException) -> bool:
-    """Whether a Kafka call that failed with ``error`` may succeed when retried."""
-    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
-        return is_transient_code(error.args[0])
-    return isinstance(error, (TimeoutError, ConnectionError, UnreachableError))
-
-
-def is_transient_code(error: KafkaError) -> bool:
-    """Whether a librdkafka error (a call's or a consumer's error event) passes by itself: a broker restarting,
-    a leader moving, a request timing out. librdkafka reconnects on its own; the caller only has to wait."""
-    return bool(error.retriable()) or error.code() in TRANSIENT_KAFKA_CODES
-
-
-def is_unknown_partition_error(error: BaseException) -> bool:
-    """Whether ``error`` says a topic or partition is unknown (to the broker or to the client's metadata)."""
-    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
-        return error.args[0].code() in UNKNOWN_PARTITION_CODES
-    return False
-
-
-def with_retries(
-    call: Callable[[], T],
-    what: str,
-    attempts: int = 6,
-    delay: float = 0.2,
-    also_retry: Callable[[BaseException], bool] | None = None,
-) -> T:
-    """Run an admin ``call``, retrying transient errors (coordinator loading, leader moves) with backoff; errors for
-    which ``also_retry`` is true are retried as well."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return call()
-        except Exception as error:
-            retry = is_transient_kafka_error(error) or (also_retry is not None and also_retry(error))
-            if attempt == attempts or not retry:
-                raise
-            log.info("%s failed transiently (%s); retry %d", what, error, attempt)
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-    raise AssertionError("unreachable")
 
 
 class KafkaBackend(QueueBackend):
@@ -214,7 +147,7 @@ class KafkaBackend(QueueBackend):
         futures = self.admin.list_offsets(request, isolation_level=level, request_timeout=self.request_timeout_s)
         result: dict[str, int] = {}
         for tp, future in futures.items():
-            info = _result(future, "list_offsets", self.request_timeout_s)
+            info = admin_result(future, "list_offsets", self.request_timeout_s)
             result[f"{tp.topic}:{tp.partition}"] = int(info.offset)
         return result
 
@@ -261,8 +194,6 @@ class KafkaBackend(QueueBackend):
     ) -> Iterator[pa.RecordBatch]:
         topic, index = split_key(partition)
         if self._arrow_schema is None:
-            from pyspark.sql.pandas.types import to_arrow_schema
-
             self._arrow_schema = to_arrow_schema(self.schema(), timezone="UTC")
         with pooled_consumer(self.config) as consumer:
             low = self._low_watermark(consumer, topic, index)

@@ -17,11 +17,13 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
 from spyt_queue.connect import check_sink_options
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, log_batch, sink_dead_letters, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, log_batch, yson_payload
+from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
 from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_PREFIX
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
+from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 
 #: librdkafka's partitioner matching the Java client's default for keyed records (murmur2 of the key); records
@@ -85,8 +87,6 @@ class KafkaWriteCommit(WriterCommitMessage):
 
 def _record_coordinates(row: dict[str, Any], position: int) -> tuple[str, int]:
     """The source tablet and row when the DataFrame kept the service columns, else Spark partition and position."""
-    from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
-
     tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
     if tablet is not None and index is not None:
         return str(tablet), int(index)

@@ -32,3 +32,10 @@ class Subscription:
         if self.kind == "subscribePattern":
             return re.fullmatch(self.pattern or "", topic) is not None
         return topic in self.assigned
+
+
+def split_key(key: str) -> tuple[str, int]:
+    """``"topic:3"`` -> ``("topic", 3)``."""
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+

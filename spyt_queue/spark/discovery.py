@@ -54,7 +54,7 @@ def unavailable_source(name: str, reason: str) -> type[DataSource]:
     """A data source called ``name`` whose every use raises :class:`SourceUnavailableError` with ``reason``.
 
     Spark creates a data source instance before asking it for a schema, reader or writer, so the constructor is
-    where the error is raised. It reaches the user as one line (see :func:`spyt_queue.spark.source.one_line`).
+    where the error is raised. It reaches the user as one line (see :func:`spyt_queue.spark.errors.one_line`).
     """
 
     class UnavailableDataSource(DataSource):

@@ -8,13 +8,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from spyt_queue.connect import check_sink_options
-from spyt_queue.deadletter import log_batch, sink_dead_letters
+from spyt_queue.deadletter import log_batch
+from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import CommitError, OptionError, SpytQueueError
 from spyt_queue.options import Options
+from spyt_queue.spark.errors import one_line
 from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
@@ -108,8 +111,6 @@ def task_session_prefix(writer: YtTableWriter) -> str:
     checkpoint), else ``spyt-queue``."""
     if writer.producer_session_prefix:
         return writer.producer_session_prefix
-    from pyspark import TaskContext
-
     context = TaskContext.get()
     query_id = context.getLocalProperty(QUERY_ID_PROPERTY) if context is not None else None
     return f"spyt-{query_id}" if query_id else DEFAULT_SESSION_PREFIX
@@ -231,13 +232,13 @@ class YtStreamWriter(DataSourceStreamArrowWriter):
         if len(ids) > 1:
             for tx in ids:
                 abort_transaction(self.writer.connection, tx)
-            raise _one_line(
+            raise one_line(
                 CommitError(f"micro-batch {batchId}: its tasks wrote into {len(ids)} transactions {ids}; all aborted")
             )
         try:
             commit_batch(self.writer.connection, self.transactional, batchId, ids[0] if ids else None)
         except SpytQueueError as error:
-            raise _one_line(error) from None
+            raise one_line(error) from None
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Rows of successful tasks stay and the batch is not committed; the replay appends them again, upserts
@@ -250,12 +251,6 @@ class YtStreamWriter(DataSourceStreamArrowWriter):
             log.warning("micro-batch %s failed: its transaction was aborted, nothing of it was written", batchId)
             return
         log.warning("micro-batch %s failed: %s", batchId, describe_abort(self.writer, messages))
-
-
-def _one_line(error: SpytQueueError) -> SpytQueueError:
-    from spyt_queue.spark.source import one_line
-
-    return one_line(error)
 
 
 class YtBatchWriter(DataSourceArrowWriter):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -29,10 +29,13 @@ from spyt_queue.connect import (
     store_for,
 )
 from spyt_queue.errors import SpytQueueError
+from spyt_queue.kafka.sink import kafka_batch_writer, kafka_stream_writer
 from spyt_queue.options import Options
 from spyt_queue.settings import STORE_KINDS
-
-T = TypeVar("T")
+from spyt_queue.spark.batch_reader import QueueBatchReader
+from spyt_queue.spark.errors import one_line, user_errors
+from spyt_queue.spark.sink import yt_batch_writer, yt_stream_writer
+from spyt_queue.spark.stream_reader import QueueStreamReader
 
 log = logging.getLogger("spyt_queue.source")
 
@@ -77,26 +80,6 @@ def seed_stream_runner_env(spark: Any, name: str = "ytqueue") -> bool:
         log.debug("could not pre-fill the stream runner environment of %r: %s", name, error)
         return False
     return True
-
-
-def one_line(error: SpytQueueError) -> SpytQueueError:
-    """Prepare ``error`` to reach the user as one line: its own message, without a Python traceback.
-
-    Spark runs these driver-side calls in a short-lived Python worker that reports an exception as its formatted
-    traceback; PySpark's worker prints only ``Type: message`` when ``SPARK_HIDE_TRACEBACK`` is set (what
-    ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` does for UDFs). The worker exits right after
-    reporting the error, so setting it affects nothing else. Errors of spyt-queue carry everything in their message.
-    """
-    os.environ["SPARK_HIDE_TRACEBACK"] = "1"
-    return error.with_traceback(None)
-
-
-def _user_errors(call: Callable[[], T]) -> T:
-    """Run a driver-side entry point, reporting spyt-queue's own errors in one line (see :func:`one_line`)."""
-    try:
-        return call()
-    except SpytQueueError as error:
-        raise one_line(error) from None
 
 
 class RejectedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -163,7 +146,7 @@ class YtQueueDataSource(DataSource):
 
         Runs at ``load()``: the reader options are checked here too, so a mistake fails before any query starts.
         """
-        return _user_errors(self._schema)
+        return user_errors(self._schema)
 
     def _schema(self) -> StructType:
         options = self._options()
@@ -178,8 +161,6 @@ class YtQueueDataSource(DataSource):
 
         Errors are raised from the reader's first call (:class:`RejectedStreamReader`), so ``query.exception()``
         says them in one line."""
-        from spyt_queue.spark.stream_reader import QueueStreamReader
-
         options = self._options()
         try:
             check_source_options(options)
@@ -192,11 +173,9 @@ class YtQueueDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""
-        return _user_errors(self._reader)
+        return user_errors(self._reader)
 
     def _reader(self) -> DataSourceReader:
-        from spyt_queue.spark.batch_reader import QueueBatchReader
-
         options = self._options()
         check_source_options(options)
         backend, settings = backend_for(options, streaming=False), settings_for(options, streaming=False)
@@ -206,26 +185,18 @@ class YtQueueDataSource(DataSource):
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """Writes each micro-batch to a YT dynamic table or a Kafka topic."""
-        return _user_errors(lambda: self._stream_writer(schema, overwrite))
+        return user_errors(lambda: self._stream_writer(schema, overwrite))
 
     def _stream_writer(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         if is_kafka(self._options()):
-            from spyt_queue.kafka.sink import kafka_stream_writer
-
             return kafka_stream_writer(self._options(), schema)
-        from spyt_queue.spark.sink import yt_stream_writer
-
         return yt_stream_writer(self._options(), schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Writes a DataFrame to a YT dynamic table or a Kafka topic."""
-        return _user_errors(lambda: self._writer(schema, overwrite))
+        return user_errors(lambda: self._writer(schema, overwrite))
 
     def _writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if is_kafka(self._options()):
-            from spyt_queue.kafka.sink import kafka_batch_writer
-
             return kafka_batch_writer(self._options(), schema)
-        from spyt_queue.spark.sink import yt_batch_writer
-
         return yt_batch_writer(self._options(), schema, overwrite)

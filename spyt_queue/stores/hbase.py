@@ -73,6 +73,7 @@ def commit_row_key(prefix: bytes, commit: int) -> bytes:
 
 def _thrift():
     """happybase's Thrift1 IDL module (``Hbase_thrift``: ``Mutation``, ``IOError``, ``AlreadyExists``)."""
+    # lazy: happybase/thriftpy2 (the hbase extra) load only where an HBase store is used
     import happybase  # noqa: F401 - loads the IDL as the module Hbase_thrift
     import Hbase_thrift
 
@@ -123,6 +124,7 @@ class HBaseStore(CommitLogStore):
         """The ``happybase.Connection`` of this store (opened on first use, reopened after a transport error)."""
         with self._lock:
             if self._conn is None:
+                # lazy: happybase/thriftpy2 (the hbase extra) load only where an HBase store is used
                 import happybase
 
                 self._conn = happybase.Connection(
@@ -143,6 +145,7 @@ class HBaseStore(CommitLogStore):
 
     def is_transient(self, error: BaseException) -> bool:
         """Transport failures (refused, reset, timed out) and HBase ``IOError`` replies are worth retrying."""
+        # lazy: happybase/thriftpy2 (the hbase extra) load only where an HBase store is used
         from thriftpy2.transport import TTransportException
 
         return isinstance(error, (TTransportException, _thrift().IOError, OSError))

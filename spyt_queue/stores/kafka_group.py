@@ -9,6 +9,9 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 
 from spyt_queue.errors import ConsumerConflictError
+from spyt_queue.kafka.clients import admin_client, discard_admin_client, pooled_consumer
+from spyt_queue.kafka.errors import admin_result, is_transient_kafka_error, with_retries
+from spyt_queue.kafka.subscription import split_key
 from spyt_queue.offsets import sorted_partitions
 from spyt_queue.stores.base import OffsetStore
 
@@ -37,8 +40,6 @@ class KafkaGroupStore(OffsetStore):
         return f"Kafka consumer group {self.group_id}"
 
     def committed(self) -> dict[str, int | None]:
-        from spyt_queue.kafka.backend import with_retries
-
         return with_retries(self._committed, "fetching committed offsets")
 
     KEEPS_WRITER = True
@@ -48,8 +49,6 @@ class KafkaGroupStore(OffsetStore):
 
     def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
         """Whether every partition of ``positions`` holds its value with ``writer`` as its commit metadata."""
-        from spyt_queue.kafka.backend import with_retries
-
         found = with_retries(self._committed_with_metadata, "fetching committed offsets")
         writers = {found.get(key, (None, ""))[1] for key in positions}
         if "" in writers:
@@ -64,9 +63,6 @@ class KafkaGroupStore(OffsetStore):
         ``rd_kafka_handle_OffsetFetch``), which happens on the first query of a group on a fresh broker and
         killed Spark's Python source process (``java.io.EOFException`` in ``initialOffset``).
         """
-        from spyt_queue.kafka.backend import split_key
-        from spyt_queue.kafka.clients import pooled_consumer
-
         keys = self.partitions()
         if not keys:
             return {}
@@ -92,9 +88,6 @@ class KafkaGroupStore(OffsetStore):
         the check and the commit are two requests, so this detects another query's progress between batches,
         not within the few milliseconds in between.
         """
-        from spyt_queue.kafka.backend import _result, is_transient_kafka_error, split_key
-        from spyt_queue.kafka.clients import admin_client, discard_admin_client
-
         if not new:
             return
         current = self.committed()
@@ -119,7 +112,7 @@ class KafkaGroupStore(OffsetStore):
         admin = admin_client(self.config)
         try:
             futures = admin.alter_consumer_group_offsets([request], request_timeout=self.request_timeout_s)
-            answer = _result(futures[self.group_id], "alter_consumer_group_offsets", self.request_timeout_s)
+            answer = admin_result(futures[self.group_id], "alter_consumer_group_offsets", self.request_timeout_s)
         except Exception as error:
             if is_transient_kafka_error(error):  # this client may never answer another alter (see the function)
                 discard_admin_client(self.config, admin)
@@ -129,6 +122,4 @@ class KafkaGroupStore(OffsetStore):
             raise KafkaException(failed[0].error)
 
     def is_transient(self, error: BaseException) -> bool:
-        from spyt_queue.kafka.backend import is_transient_kafka_error
-
         return is_transient_kafka_error(error)

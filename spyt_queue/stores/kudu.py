@@ -39,6 +39,8 @@ from urllib.parse import unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.redaction import shown
+from spyt_queue.sinks.kudu.client import ColumnSpec, KuduWriteError, get_client
+from spyt_queue.sinks.kudu.mutations import Mutation
 from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, refuse_credentials, uri_flag
 
 __all__ = ["KuduStore", "from_uri", "parse_uri"]
@@ -92,8 +94,6 @@ class KuduStore(CommitLogStore):
         with self._lock:
             if self._table is not None:
                 return self._table
-            from spyt_queue.sinks.kudu.client import ColumnSpec, get_client
-
             client = get_client(self.masters, jars=self.jars)
             if not client.table_exists(self.table_name):
                 if not create:
@@ -195,9 +195,6 @@ class KuduStore(CommitLogStore):
 
     def _put_if_absent(self, number: int, document: str) -> bool:
         """``INSERT`` of generation ``number``: Kudu answers AlreadyPresent when it is taken."""
-        from spyt_queue.sinks.kudu.client import KuduWriteError
-        from spyt_queue.sinks.kudu.mutations import Mutation
-
         key = {"group_id": self.group, "source": self.source, "generation": number}
         row = {**key, "positions": document, "updated": dt.datetime.now(dt.timezone.utc)}
         try:
@@ -210,8 +207,6 @@ class KuduStore(CommitLogStore):
 
     def _after_put(self, number: int, previous: int) -> None:
         """A writer stale past retention inserted a generation that was pruned long ago: it is not the head."""
-        from spyt_queue.sinks.kudu.mutations import Mutation
-
         table = self._open(create=True)
         above = [r["generation"] for r in self._rows(table, at_least=number + 1)]
         if above:
@@ -223,8 +218,6 @@ class KuduStore(CommitLogStore):
 
     def _prune(self, newest: int) -> None:
         """Delete all but the ``keep`` generations up to ``newest`` (never the head)."""
-        from spyt_queue.sinks.kudu.mutations import Mutation
-
         table = self._open(create=True)
         old = [r["generation"] for r in self._rows(table) if r["generation"] <= newest - self.keep]
         if not old:

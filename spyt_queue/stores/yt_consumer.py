@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from yt.wrapper.errors import YtResponseError, create_response_error
 
 from spyt_queue.errors import ConsumerConflictError, SpytQueueError
 from spyt_queue.stores.base import OffsetStore
-
-if TYPE_CHECKING:
-    from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.errors import has_code, is_transient_yt_error
 
 CONSUMER_OFFSET_CONFLICT = 3100
 #: Attribute of a consumer table listing the writer tokens of queries whose transactional sink advances the consumer
@@ -132,8 +131,6 @@ class YtConsumerStore(OffsetStore):
                     client, transaction.transaction_id, self.consumer_path, self.queue_path, old, new
                 )
         except YtResponseError as error:
-            from spyt_queue.yt.backend import has_code
-
             if has_code(error, CONSUMER_OFFSET_CONFLICT):
                 raise ConsumerConflictError(
                     f"Consumer {self.consumer_path} was advanced by someone else while this query read "
@@ -150,8 +147,6 @@ class YtConsumerStore(OffsetStore):
         return self.is_transient(error)
 
     def is_transient(self, error: BaseException) -> bool:
-        from spyt_queue.yt.backend import is_transient_yt_error
-
         return is_transient_yt_error(error)
 
 

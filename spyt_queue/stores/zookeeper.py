@@ -161,6 +161,7 @@ class ZooKeeperStore(ConnectedStore):
         """The started ``KazooClient`` of this store (connects on first use; raises a transient timeout)."""
         with self._lock:
             if self._zk is None:
+                # lazy: kazoo loads only in processes that use a ZooKeeper store
                 from kazoo.client import KazooClient
 
                 zk = KazooClient(
@@ -192,6 +193,7 @@ class ZooKeeperStore(ConnectedStore):
 
     def is_transient(self, error: BaseException) -> bool:
         """Connection loss, session expiry/move, timeouts and throttling are worth retrying."""
+        # lazy: kazoo loads only in processes that use a ZooKeeper store
         from kazoo import exceptions as ke
         from kazoo.handlers.threading import KazooTimeoutError
 
@@ -220,6 +222,7 @@ class ZooKeeperStore(ConnectedStore):
 
     def _read(self, paths: Mapping[str, str]) -> dict[str, tuple[int, int] | None]:
         """``(position, znode version)`` of every key of ``paths`` (``None`` when the znode does not exist)."""
+        # lazy: kazoo loads only in processes that use a ZooKeeper store
         from kazoo.exceptions import NoNodeError
 
         zk = self.client()
@@ -235,6 +238,7 @@ class ZooKeeperStore(ConnectedStore):
         return result
 
     def _children(self, path: str) -> list[str]:
+        # lazy: kazoo loads only in processes that use a ZooKeeper store
         from kazoo.exceptions import NoNodeError
 
         try:
@@ -262,6 +266,7 @@ class ZooKeeperStore(ConnectedStore):
 
     def written_by(self, writer: str, positions: Mapping[str, int]) -> bool | None:
         """Whether the writer znode names ``writer`` and every partition of ``positions`` holds its value."""
+        # lazy: kazoo loads only in processes that use a ZooKeeper store
         from kazoo.exceptions import NoNodeError
 
         try:
@@ -277,6 +282,7 @@ class ZooKeeperStore(ConnectedStore):
     def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
         """Move every partition of ``new`` from ``old`` in one ``multi`` transaction (see the module docstring),
         which also stores ``writer`` in the source's writer znode (``<root>/<group>/writers/<source>``)."""
+        # lazy: kazoo loads only in processes that use a ZooKeeper store
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
         if not new:
@@ -343,6 +349,7 @@ def _check_root(path: str) -> str:
 
 
 def _parse_acl(spec: str) -> list:
+    # lazy: kazoo loads only in processes that use a ZooKeeper store
     from kazoo.security import CREATOR_ALL_ACL, make_acl
 
     acls: list = []

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yt.yson as yson
+
 from spyt_queue.errors import OptionError
 
 # Column types that the compact schema form accepts (composite types need a schema file with ``type_v3``).
@@ -98,8 +100,6 @@ def parse_schema(spec: str) -> list[dict[str, Any]]:
 
 def _schema_file(path: Path) -> list[dict[str, Any]]:
     """A schema list read from a JSON or YSON file."""
-    import yt.yson as yson
-
     data = path.read_bytes()
     try:
         raw: Any = json.loads(data)

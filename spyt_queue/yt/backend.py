@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,6 @@ import yt.yson as yson
 from pyspark.sql.types import StructType
 from yt.wrapper import YsonFormat, YtClient
 from yt.wrapper.errors import YtResponseError
-from yt.wrapper.http_helpers import get_retriable_errors
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.errors import OptionError, SpytQueueError
@@ -29,31 +28,11 @@ from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.arrow_rows import RowConverter
 from spyt_queue.yt.client import YtConnection
 from spyt_queue.yt.dsv_rows import DsvDecoder, dsv_format, dsv_unsupported_columns, row_index_sequence
+from spyt_queue.yt.errors import has_code, is_transient_yt_error
 from spyt_queue.yt.schema import YtSchema, spark_schema
 
 log = logging.getLogger("spyt_queue.yt")
 
-# yt.wrapper's own predicates (each checks the error codes of the whole error tree): retrying may succeed.
-TRANSIENT_PREDICATES = (
-    "is_tablet_transaction_lock_conflict",  # 1700
-    "is_concurrent_transaction_lock_conflict",
-    "is_tablet_in_intermediate_state",  # 1701
-    "is_tablet_not_mounted",  # 1702
-    "is_no_such_tablet",
-    "is_no_such_cell",
-    "is_no_such_transaction",  # 11000: a tablet transaction expired before its commit
-    "is_row_is_blocked",
-    "is_blocked_row_wait_timeout",
-    "is_request_queue_size_limit_exceeded",  # 108
-    "is_request_timed_out",  # 3: may have been applied; callers re-read before retrying a CAS
-    "is_transport_error",  # 105
-    "is_rpc_unavailable",
-    "is_proxy_banned",
-    "is_master_communication_error",
-    "is_chunk_unavailable",
-    "is_all_writes_disabled",
-    "is_no_in_sync_replicas",
-)
 _RESOLVE_ERROR = 500
 #: Rows per pull: each pull costs a round trip and ``yt.wrapper``'s per-request work (a few ms), so fewer, larger
 #: pulls; the server still cuts a pull at its data-weight limit (16 MB by default).
@@ -62,33 +41,6 @@ DEFAULT_PULL_BATCH_ROWS = 50_000
 #: insists on it (refused for other schemas), ``yson`` always pulls YSON.
 READ_FORMATS = ("auto", "yson", "dsv")
 _ROW_INDEX = b"$row_index"
-
-def is_transient_yt_error(error: BaseException) -> bool:
-    """Whether a YT call that failed with ``error`` may succeed when retried (yt.wrapper's predicates and its own
-    list of retriable transport errors)."""
-    if isinstance(error, YtResponseError):
-        return any(getattr(error, name)() for name in TRANSIENT_PREDICATES)
-    if isinstance(error, get_retriable_errors()):
-        return True
-    return isinstance(error, (ConnectionError, TimeoutError, OSError))
-
-
-def _codes(error: Any) -> set[int]:
-    codes: set[int] = set()
-    stack = [error]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Mapping):
-            if "code" in item:
-                codes.add(int(item["code"]))
-            stack.extend(item.get("inner_errors") or [])
-    return codes
-
-
-def has_code(error: BaseException, code: int) -> bool:
-    """Whether a ``YtResponseError`` carries ``code`` anywhere in its error tree."""
-    return isinstance(error, YtResponseError) and code in _codes(error.error)
-
 
 _DISCOVERY_CHECKED: set[int] = set()
 
@@ -109,7 +61,7 @@ def skip_empty_proxy_discovery(client: YtClient) -> None:
     if not proxy_config.get("enable_proxy_discovery", True):
         return
     try:
-        from yt.wrapper.http_driver import HeavyProxyProvider
+        from yt.wrapper.http_driver import HeavyProxyProvider  # lazy: versions without it leave discovery on (below)
 
         heavy = HeavyProxyProvider(client)._discover_heavy_proxies()
     except Exception as error:  # an old client without the method, or the proxy is unreachable right now

@@ -13,7 +13,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from yt.packages.requests import Session
 from yt.wrapper import YtClient
+from yt.wrapper.http_helpers import get_http_api_commands
 
 from spyt_queue.errors import UnreachableError
 from spyt_queue.options import DEFAULT_CONNECT_TIMEOUT_S
@@ -70,8 +72,6 @@ def check_proxy_reachable(
     """
     if proxy in _REACHED:
         return
-    from yt.wrapper.http_helpers import get_http_api_commands
-
     deadline = time.monotonic() + timeout_s
     delay = 0.5
     while True:
@@ -175,8 +175,6 @@ class YtConnection:
 def counting_requests() -> Iterator[Counter[str]]:
     """Count the HTTP requests ``yt.wrapper`` sends in this process while the block runs, by command name (a
     diagnostic for round trips: benchmarks and tests use it; not thread-safe against other patchers)."""
-    from yt.packages.requests import Session
-
     counts: Counter[str] = Counter()
     original = Session.send
 

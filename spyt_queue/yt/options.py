@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import os
 
-from spyt_queue.deadletter import dead_letter_target
+from yt.wrapper.errors import YtResponseError
+
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 from spyt_queue.redaction import shown
+from spyt_queue.yt.admin import consumer_registered
 from spyt_queue.yt.backend import DEFAULT_PULL_BATCH_ROWS, READ_FORMATS, YtConnection, YtQueueBackend
 from spyt_queue.yt.client import check_proxy_reachable
 
@@ -96,7 +98,9 @@ def plain_cypress_path(option: str, path: str) -> str:
 
 
 def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend:
-    """Build the YT backend; a streaming read needs ``consumer_path`` (it is where progress is committed)."""
+    """Build the YT backend; a streaming read needs ``consumer_path`` (it is where progress is committed).
+
+    Its dead letters (``deadLetter.*``) are bound by :func:`spyt_queue.connect.backend_for`."""
     path = options.get_str("path")
     if not path:
         raise OptionError("path", "give the queue path with .load('//path/to/queue') or .option('path', ...)")
@@ -126,9 +130,6 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
         pull_batch_rows=pull_batch_rows,
         read_format=read_format,
     )
-    target = dead_letter_target(options)  # validated here, checked on its server when the query connects
-    if target is not None:
-        backend.dead_letters = target.bind(f"yt:{path}", "source")
     return backend
 
 
@@ -137,10 +138,6 @@ def check_consumer_registered(backend: YtQueueBackend) -> None:
     is missing or not registered for its queue (YT would only say so inside a task, in a long HTTP error dump).
 
     A cluster that refuses the registration lookup itself (permissions) is not a reason to stop: logged only."""
-    from yt.wrapper.errors import YtResponseError
-
-    from spyt_queue.yt.admin import consumer_registered
-
     queue, consumer = backend.queue_path, backend.consumer_path
     if not consumer:
         return

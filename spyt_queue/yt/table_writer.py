@@ -35,6 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import yt.yson as yson
+from pyspark import TaskContext
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -55,8 +56,11 @@ from pyspark.sql.types import (
 )
 from yt.wrapper import YsonFormat, YtClient
 
+from spyt_queue.deadletter import yson_payload
 from spyt_queue.errors import BadRecordError, ProducerSequenceError, SchemaMismatchError
-from spyt_queue.yt.backend import YtConnection, has_code, is_transient_yt_error, skip_empty_proxy_discovery
+from spyt_queue.yt.backend import skip_empty_proxy_discovery
+from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.errors import has_code, is_transient_yt_error
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
 from spyt_queue.yt.yson_rows import encodable, encode_rows, fragment
 
@@ -158,8 +162,6 @@ def check_schema(df_schema: StructType, table: YtSchema, path: str, drop: Iterab
 def task_label() -> str:
     """``Spark partition N`` inside a Spark task, else ``this task``."""
     try:
-        from pyspark import TaskContext
-
         context = TaskContext.get()
     except Exception:  # pragma: no cover - pyspark is always importable where this runs
         context = None
@@ -504,8 +506,6 @@ class YtTableWriter:
     ) -> list[dict[str, Any]]:
         """:meth:`_prepare` for a batch whose rows that hold a null in a required column or a value out of range
         are added to ``letters`` instead of failing the task; the kept rows' coordinates go to ``coordinates``."""
-        from spyt_queue.deadletter import yson_payload
-
         where = self._coordinates(batch, first_row)
         try:
             self.check_nulls(batch, first_row, "")
@@ -531,8 +531,6 @@ class YtTableWriter:
     ) -> None:
         """After a refused ``insert_rows`` (which wrote nothing): insert row by row, dead-lettering the rows the
         table refuses on their own."""
-        from spyt_queue.deadletter import yson_payload
-
         for row, (partition, offset) in zip(rows, coordinates, strict=True):
             try:
                 self.client.insert_rows(self.path, [row], update=True if self.table.sorted else None)

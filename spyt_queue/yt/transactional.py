@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyspark import TaskContext
 from yt.wrapper import YtClient
 from yt.wrapper.config import set_command_param
 from yt.wrapper.errors import YtResponseError
@@ -49,8 +50,14 @@ from yt.wrapper.errors import YtResponseError
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.offsets import StreamOffset, sorted_partitions
 from spyt_queue.options import Options
-from spyt_queue.yt.backend import has_code
+from spyt_queue.stores.yt_consumer import (
+    KEPT_TRANSACTIONAL_WRITERS,
+    TRANSACTIONAL_WRITERS_ATTRIBUTE,
+    YtConsumerStore,
+    advance_consumer_partitions,
+)
 from spyt_queue.yt.client import YtConnection, make_yt_client
+from spyt_queue.yt.errors import has_code
 from spyt_queue.yt.options import plain_cypress_path
 
 log = logging.getLogger("spyt_queue.transactional")
@@ -238,8 +245,6 @@ def refuse_retried_attempt() -> None:
     """Fail a retried task: its failed attempt may have inserted rows into the batch's transaction already, and a
     tablet transaction can not take back some of its rows. The batch fails, its transaction is aborted."""
     try:
-        from pyspark import TaskContext
-
         context = TaskContext.get()
     except Exception:  # pragma: no cover - pyspark is always importable where this runs
         context = None
@@ -366,8 +371,6 @@ def commit_batch(
     commit; return ``False`` when the batch had already committed (a replay: its transaction is aborted).
 
     ``transaction_id`` is ``None`` when the batch had no task: a transaction is started for the advance alone."""
-    from spyt_queue.stores.yt_consumer import YtConsumerStore, advance_consumer_partitions
-
     try:
         batch = batch_range(settings.checkpoint, batch_id)
         refuse_start_below_consumer(batch, settings.consumer_path)  # before the replay check: the end may equal it
@@ -439,8 +442,6 @@ _REGISTERED: set[tuple[str, str]] = set()
 def register_writer(connection: YtConnection, consumer: str, writer: str | None) -> None:
     """List ``writer`` in the consumer's ``@spyt_queue_transactional_writers`` (once per process), so that the
     source's delayed commit knows the sink advanced the consumer (see the module docstring)."""
-    from spyt_queue.stores.yt_consumer import KEPT_TRANSACTIONAL_WRITERS, TRANSACTIONAL_WRITERS_ATTRIBUTE
-
     if not writer or (consumer, writer) in _REGISTERED:
         return
     client = connection.client()

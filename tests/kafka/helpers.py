@@ -10,7 +10,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from spyt_queue.kafka.backend import is_transient_kafka_error
+from spyt_queue.kafka.errors import is_transient_kafka_error
 
 
 @dataclass

@@ -16,9 +16,11 @@ import pytest
 import yt.yson as yson
 from confluent_kafka import Consumer, TopicPartition
 
-from spyt_queue.deadletter import DeadLetter, KafkaDeadLetterTarget, YtDeadLetterTarget
+from spyt_queue.deadletter import DeadLetter
+from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 from spyt_queue.yt.admin import column, create_consumer, create_queue
 from spyt_queue.yt.backend import YtConnection
+from spyt_queue.yt.deadletter import YtDeadLetterTarget
 from tests.kafka.helpers import Topic
 from tests.user_errors import query_failure
 

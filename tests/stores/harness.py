@@ -305,7 +305,7 @@ class KafkaGroupFactory(StoreFactory):
         """What a foreign consumer of the group can commit: an offset far beyond the log, with metadata."""
         from confluent_kafka import Consumer, TopicPartition
 
-        from spyt_queue.kafka.backend import split_key
+        from spyt_queue.kafka.subscription import split_key
 
         assert isinstance(store, KafkaGroupStore)
         consumer = Consumer(

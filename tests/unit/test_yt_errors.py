@@ -7,7 +7,7 @@ from yt.packages.requests.exceptions import ConnectionError as RequestsConnectio
 from yt.packages.requests.exceptions import ReadTimeout
 from yt.wrapper.errors import YtResponseError
 
-from spyt_queue.yt.backend import is_transient_yt_error
+from spyt_queue.yt.errors import is_transient_yt_error
 
 
 def response(code: int, inner: int | None = None, message: str = "x") -> YtResponseError:

@@ -1,0 +1,35 @@
+"""How spyt-queue's errors reach the user through Spark: one line, without a Python traceback.
+
+Used by every data source of the plugin (``ytqueue``, ``spyt_kudu``, ``spyt_hbase``) and its sinks' driver-side
+calls; depends on nothing of the plugin but :mod:`spyt_queue.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+from spyt_queue.errors import SpytQueueError
+
+T = TypeVar("T")
+
+
+def one_line(error: SpytQueueError) -> SpytQueueError:
+    """Prepare ``error`` to reach the user as one line: its own message, without a Python traceback.
+
+    Spark runs these driver-side calls in a short-lived Python worker that reports an exception as its formatted
+    traceback; PySpark's worker prints only ``Type: message`` when ``SPARK_HIDE_TRACEBACK`` is set (what
+    ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` does for UDFs). The worker exits right after
+    reporting the error, so setting it affects nothing else. Errors of spyt-queue carry everything in their message.
+    """
+    os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+    return error.with_traceback(None)
+
+
+def user_errors(call: Callable[[], T]) -> T:
+    """Run a driver-side entry point, reporting spyt-queue's own errors in one line (see :func:`one_line`)."""
+    try:
+        return call()
+    except SpytQueueError as error:
+        raise one_line(error) from None

@@ -1,0 +1,62 @@
+"""How YTsaurus errors are told apart: transient (retrying may succeed) or carrying a given code.
+
+Shared by the YT backend, the consumer-table store and the sinks; depends on ``yt.wrapper`` only, so any of them can
+import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from yt.wrapper.errors import YtResponseError
+from yt.wrapper.http_helpers import get_retriable_errors
+
+# yt.wrapper's own predicates (each checks the error codes of the whole error tree): retrying may succeed.
+TRANSIENT_PREDICATES = (
+    "is_tablet_transaction_lock_conflict",  # 1700
+    "is_concurrent_transaction_lock_conflict",
+    "is_tablet_in_intermediate_state",  # 1701
+    "is_tablet_not_mounted",  # 1702
+    "is_no_such_tablet",
+    "is_no_such_cell",
+    "is_no_such_transaction",  # 11000: a tablet transaction expired before its commit
+    "is_row_is_blocked",
+    "is_blocked_row_wait_timeout",
+    "is_request_queue_size_limit_exceeded",  # 108
+    "is_request_timed_out",  # 3: may have been applied; callers re-read before retrying a CAS
+    "is_transport_error",  # 105
+    "is_rpc_unavailable",
+    "is_proxy_banned",
+    "is_master_communication_error",
+    "is_chunk_unavailable",
+    "is_all_writes_disabled",
+    "is_no_in_sync_replicas",
+)
+
+
+def is_transient_yt_error(error: BaseException) -> bool:
+    """Whether a YT call that failed with ``error`` may succeed when retried (yt.wrapper's predicates and its own
+    list of retriable transport errors)."""
+    if isinstance(error, YtResponseError):
+        return any(getattr(error, name)() for name in TRANSIENT_PREDICATES)
+    if isinstance(error, get_retriable_errors()):
+        return True
+    return isinstance(error, (ConnectionError, TimeoutError, OSError))
+
+
+def _codes(error: Any) -> set[int]:
+    codes: set[int] = set()
+    stack = [error]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            if "code" in item:
+                codes.add(int(item["code"]))
+            stack.extend(item.get("inner_errors") or [])
+    return codes
+
+
+def has_code(error: BaseException, code: int) -> bool:
+    """Whether a ``YtResponseError`` carries ``code`` anywhere in its error tree."""
+    return isinstance(error, YtResponseError) and code in _codes(error.error)

@@ -1,0 +1,186 @@
+"""The import graph of the plugin: no circles between its modules, and an embedded server that imports none of it.
+
+Every import statement counts, at any depth (inside functions and ``TYPE_CHECKING`` blocks too): a function-level
+import that only dodges a circle is still a circle. ``spyt_queue.sinks.*`` is the top-level ``sinks/`` folder
+(``spyt_queue/sinks/__init__.py`` points there), so both names are one module here.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Folders of the plugin's own code; ``spyt_queue.sinks.X`` is ``sinks.X``.
+PACKAGES = ("spyt_queue", "sinks")
+SINKS_ALIAS = "spyt_queue.sinks."
+
+
+def module_files(root: Path) -> dict[str, Path]:
+    """Module name -> file, for every ``.py`` under the plugin's folders (a package is its ``__init__.py``)."""
+    files: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            files[".".join(parts)] = path
+    return files
+
+
+def canonical(name: str) -> str:
+    """``spyt_queue.sinks.kudu.sink`` -> ``sinks.kudu.sink`` (the same file in a checkout and in a wheel)."""
+    return "sinks." + name[len(SINKS_ALIAS) :] if name.startswith(SINKS_ALIAS) else name
+
+
+def imported_names(module: str, path: Path) -> Iterable[str]:
+    """Every module name an import statement of ``path`` may load (relative imports resolved), at any depth."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base_parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def import_edges(root: Path) -> dict[str, set[str]]:
+    """Module -> the plugin's modules it imports: the deepest module an import names, and the packages above it
+    (importing ``a.b.c`` runs ``a/b/__init__.py`` first), leaving out the importer's own packages."""
+    files = module_files(root)
+    edges: dict[str, set[str]] = {name: set() for name in files}
+    for module, path in files.items():
+        own = canonical(module)
+        for raw in imported_names(module, path):
+            target = canonical(raw)
+            while target and target not in files:
+                target = target.rpartition(".")[0]
+            while target:
+                if target != own and not own.startswith(target + "."):
+                    edges[module].add(target)
+                target = target.rpartition(".")[0]
+    return edges
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of modules that import each other, directly or through others (strongly connected, more than one)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(edges.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for node in sorted(edges):
+            if node not in index:
+                visit(node)
+    finally:
+        sys.setrecursionlimit(limit)
+    return found
+
+
+def test_no_import_circles() -> None:
+    found = circles(import_edges(ROOT))
+    assert not found, "import circles (move the shared helper down into a module both can import):\n" + "\n".join(
+        " <-> ".join(group) for group in found
+    )
+
+
+def test_the_checker_finds_a_circle_hidden_in_a_function_and_behind_the_sinks_alias(tmp_path: Path) -> None:
+    """The check above can fail: a lazy import and the ``spyt_queue.sinks`` name do not hide a circle."""
+    (tmp_path / "spyt_queue" / "spark").mkdir(parents=True)
+    (tmp_path / "sinks" / "kudu").mkdir(parents=True)
+    (tmp_path / "spyt_queue" / "__init__.py").write_text("")
+    (tmp_path / "spyt_queue" / "spark" / "__init__.py").write_text("")
+    (tmp_path / "sinks" / "__init__.py").write_text("")
+    (tmp_path / "sinks" / "kudu" / "__init__.py").write_text("")
+    (tmp_path / "spyt_queue" / "spark" / "source.py").write_text(
+        "def writer():\n    from spyt_queue.sinks.kudu.sink import KuduWriter\n    return KuduWriter\n"
+    )
+    (tmp_path / "sinks" / "kudu" / "sink.py").write_text("from spyt_queue.spark.source import writer\n")
+    (tmp_path / "sinks" / "kudu" / "other.py").write_text("from .sink import writer\n")
+    assert circles(import_edges(tmp_path)) == [["sinks.kudu.sink", "spyt_queue.spark.source"]]
+
+
+def test_the_embedded_server_imports_nothing_of_the_plugin() -> None:
+    """``spyt_queue/local/`` is a YTsaurus server for tests and demos: it must not depend on the plugin it serves."""
+    edges = import_edges(ROOT)
+    allowed = ("spyt_queue", "spyt_queue.local")
+    outside = {
+        module: sorted(t for t in targets if t not in allowed and not t.startswith("spyt_queue.local."))
+        for module, targets in edges.items()
+        if module.startswith("spyt_queue.local")
+    }
+    assert not {module: targets for module, targets in outside.items() if targets}
+    assert "spyt_queue.local.server" in outside, "the server's modules were not found"
+
+
+def test_importing_the_embedded_server_loads_no_plugin_module_and_no_spark() -> None:
+    """At run time too (``spyt_queue/__init__.py`` runs first): only ``spyt_queue`` itself and ``spyt_queue.local``."""
+    code = (
+        "import importlib, pkgutil, sys, spyt_queue.local\n"
+        "for info in pkgutil.iter_modules(spyt_queue.local.__path__, 'spyt_queue.local.'):\n"
+        "    if not info.name.endswith('__main__'):\n"
+        "        importlib.import_module(info.name)\n"
+        "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('spyt_queue', 'sinks', 'pyspark', 'confluent_kafka', 'kazoo', 'jpype', 'happybase', 'thriftpy2'))))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert "spyt_queue.local.server" in loaded
+    assert [m for m in loaded if m != "spyt_queue" and not m.startswith("spyt_queue.local")] == []
+
+
+def test_importing_every_module_loads_no_heavy_optional_dependency() -> None:
+    """JPype, happybase, thriftpy2 and kazoo load only where Kudu, HBase or ZooKeeper is used (the remaining lazy
+    imports of the plugin are there for this), not in every Spark worker that imports a source."""
+    code = (
+        "import importlib, pkgutil, sys, spyt_queue\n"
+        "names = [i.name for i in pkgutil.walk_packages(spyt_queue.__path__, 'spyt_queue.') "
+        "if not i.name.endswith('__main__')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "heavy = {'jpype', 'happybase', 'Hbase_thrift', 'thriftpy2', 'kazoo'}\n"
+        "print(' '.join(names))\n"
+        "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & heavy)))\n"
+    )
+    imported, heavy = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
+    ).stdout.split("\n")[:2]
+    assert {"spyt_queue.sinks.kudu.client", "spyt_queue.sinks.hbase.writer", "spyt_queue.stores.zookeeper"} <= set(
+        imported.split()
+    )
+    assert heavy == "", f"loaded by a module-level import: {heavy}"
