@@ -1,6 +1,11 @@
 """Side-by-side, one run: rows/s of the ytqueue source into Spark's ``noop`` sink (AvailableNow) versus a plain
 ``yt.wrapper`` pull loop over the same queue, and the driver-side cost of one trigger with 256 tablets.
 
+Each is run with YSON pulls and with ``schemaful_dsv`` pulls (``read_format``): the one-thread YSON loop (rows
+parsed by ``yt.yson``), the one-thread DSV loop (``pyarrow.csv`` on the text), the source's executor path in one
+thread (``read_range`` of every tablet, Arrow batches as Spark gets them), and the Spark query. Client CPU per row is
+split into the pull (request and body transfer) and the decode into rows or Arrow batches.
+
     .venv/bin/python bench/bench_ytqueue_source.py [--rows 1000000] [--tablets 4] [--pull-rows 50000]
         [--proxy host:port]
 
@@ -20,8 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.csv as pacsv
 import yt.yson as yson
-from yt.wrapper import YsonFormat
+from yt.wrapper import SchemafulDsvFormat, YsonFormat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -74,26 +81,93 @@ def fill(client, queue: str, rows: int, tablets: int) -> None:
     print(f"  filled {rows:,} rows in {time.perf_counter() - started:.1f}s" + " " * 20)
 
 
-def pull_loop(client, queue: str, consumer: str, tablets: int, batch: int) -> tuple[int, float]:
-    """The client's ceiling: pull every tablet to its end with ``pull_consumer``, parsing rows, one thread."""
+def yson_loop(client, queue: str, consumer: str, tablets: int, batch: int) -> tuple[int, float, float]:
+    """The client's ceiling, the loop a ``yt.wrapper`` user writes: pull every tablet to its end with
+    ``pull_consumer``, parsing rows, one thread. Returns rows, wall seconds, CPU seconds spent parsing."""
+    return _loop(client, queue, consumer, tablets, batch, YsonFormat(format="binary"), _parse_yson)
+
+
+def dsv_loop(client, queue: str, consumer: str, tablets: int, batch: int) -> tuple[int, float, float]:
+    """The same loop pulling ``schemaful_dsv`` (``$row_index``, ``id``, ``payload``), parsed by ``pyarrow.csv``."""
+    fmt = SchemafulDsvFormat(
+        columns=["$row_index", "id", "payload"],
+        attributes={"missing_value_mode": "print_sentinel", "missing_value_sentinel": "\\N"},
+    )
+    return _loop(client, queue, consumer, tablets, batch, fmt, _parse_dsv)
+
+
+def _parse_yson(data: bytes) -> tuple[int, int]:
+    rows = list(yson.loads(data, yson_type="list_fragment", always_create_attributes=False, encoding=None))
+    return len(rows), rows[-1][b"$row_index"]
+
+
+_DSV_READ = pacsv.ReadOptions(column_names=["row", "id", "payload"], use_threads=False, block_size=1 << 24)
+_DSV_PARSE = pacsv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False)
+_DSV_CONVERT = pacsv.ConvertOptions(
+    column_types={"row": pa.int64(), "id": pa.int64(), "payload": pa.string()},
+    null_values=["\\N"],
+    strings_can_be_null=True,
+)
+
+
+def _parse_dsv(data: bytes) -> tuple[int, int]:
+    table = pacsv.read_csv(
+        pa.py_buffer(data), read_options=_DSV_READ, parse_options=_DSV_PARSE, convert_options=_DSV_CONVERT
+    )
+    return table.num_rows, table.column(0)[-1].as_py()
+
+
+def _loop(client, queue, consumer, tablets, batch, fmt, parse) -> tuple[int, float, float]:
     infos = client.get_tablet_infos(queue, list(range(tablets)))["tablets"]
     started = time.perf_counter()
-    total = 0
-    fmt = YsonFormat(format="binary")
+    total, parse_cpu = 0, 0.0
     for tablet, info in enumerate(infos):
         offset, end = int(info["trimmed_row_count"]), int(info["total_row_count"])
         while offset < end:
             data = client.pull_consumer(
                 consumer, queue, offset, tablet, max_row_count=min(batch, end - offset), format=fmt, raw=True
             ).read()
-            rows = list(yson.loads(data, yson_type="list_fragment", always_create_attributes=False, encoding=None))
-            total += len(rows)
-            offset = rows[-1][b"$row_index"] + 1
-    return total, time.perf_counter() - started
+            cpu0 = time.process_time()
+            count, last = parse(data)
+            parse_cpu += time.process_time() - cpu0
+            total += count
+            offset = last + 1
+    return total, time.perf_counter() - started, parse_cpu
+
+
+def source_path(proxy: str, queue: str, consumer: str, tablets: int, batch: int, read_format: str):
+    """The source's executor path in this process, one thread: ``read_range`` of every tablet into Arrow batches.
+    Returns rows, wall seconds, CPU seconds of the pulls (request, transfer) and of the rest (decode, checks)."""
+    from spyt_queue.spark.partitions import DataLossPolicy
+    from spyt_queue.yt.backend import YtQueueBackend
+    from spyt_queue.yt.client import YtConnection
+
+    backend = YtQueueBackend(YtConnection(proxy), queue, consumer, pull_batch_rows=batch, read_format=read_format)
+    backend.schema()
+    bounds = backend.bounds()
+    pull_cpu = [0.0]
+    pull_bytes = backend._pull_bytes
+
+    def timed_pull(*args):
+        cpu0 = time.process_time()
+        try:
+            return pull_bytes(*args)
+        finally:
+            pull_cpu[0] += time.process_time() - cpu0
+
+    backend._pull_bytes = timed_pull  # type: ignore[method-assign]
+    started, cpu0 = time.perf_counter(), time.process_time()
+    rows = 0
+    for key in sorted(bounds, key=int):
+        for record_batch in backend.read_range(key, bounds[key].lower, bounds[key].upper, DataLossPolicy(True)):
+            rows += record_batch.num_rows
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu0
+    assert backend.pull_counts[read_format] > 0, backend.pull_counts
+    return rows, wall, pull_cpu[0], cpu - pull_cpu[0]
 
 
 def spark_run(
-    spark, proxy: str, queue: str, consumer: str, checkpoint: str, pull_rows: int
+    spark, proxy: str, queue: str, consumer: str, checkpoint: str, pull_rows: int, read_format: str = "auto"
 ) -> tuple[int, float, float]:
     """ytqueue into the noop sink with AvailableNow; returns rows, wall seconds and the batches' addBatch seconds."""
     df = (
@@ -102,6 +176,7 @@ def spark_run(
         .option("consumer_path", consumer)
         .option("startingOffsets", "earliest")
         .option("pull_batch_rows", str(pull_rows))
+        .option("read_format", read_format)
         .load(queue)
     )
     started = time.perf_counter()
@@ -179,28 +254,62 @@ def main() -> None:
 
         jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
         server_pid = server.pid if server is not None else None
-        server_cpu0, own_cpu0 = _cpu_of(server_pid) if server_pid else 0.0, time.process_time()
-        loop_rows, loop_s = pull_loop(client, queue, consumer, args.tablets, args.pull_rows)
-        server_cpu1, own_cpu1, jvm_cpu1 = _cpu_of(server_pid) if server_pid else 0.0, time.process_time(), tree_cpu(jvm)
-        src_rows, src_s, add_batch_s = spark_run(spark, proxy, queue, consumer, str(work / "chk"), args.pull_rows)
-        server_cpu2, own_cpu2, jvm_cpu2 = _cpu_of(server_pid) if server_pid else 0.0, time.process_time(), tree_cpu(jvm)
-        loop_cpu = (own_cpu1 - own_cpu0) + (server_cpu1 - server_cpu0)
-        src_cpu = (own_cpu2 - own_cpu1) + (server_cpu2 - server_cpu1) + (jvm_cpu2 - jvm_cpu1)
+
+        def cpu_now() -> tuple[float, float, float]:
+            """(this process, the server, Spark's process tree) CPU seconds."""
+            return time.process_time(), _cpu_of(server_pid) if server_pid else 0.0, tree_cpu(jvm)
+
+        lines: list[tuple[str, int, float, float | None, float, float]] = []  # label, rows, s, decode, client, server
+        rates: dict[str, float] = {}
+        for label, loop in (("YSON pull loop, 1 thread", yson_loop), ("DSV pull loop, 1 thread", dsv_loop)):
+            before = cpu_now()
+            rows, seconds, parse_cpu = loop(client, queue, consumer, args.tablets, args.pull_rows)
+            after = cpu_now()
+            lines.append((label, rows, seconds, parse_cpu, after[0] - before[0], after[1] - before[1]))
+            rates[label] = rows / seconds
+        for read_format in ("yson", "dsv"):
+            before = cpu_now()
+            rows, seconds, _pull_cpu, decode_cpu = source_path(
+                proxy, queue, consumer, args.tablets, args.pull_rows, read_format
+            )
+            after = cpu_now()
+            label = f"source read_range, {read_format}"
+            lines.append((label, rows, seconds, decode_cpu, after[0] - before[0], after[1] - before[1]))
+        queries = []
+        for read_format in ("yson", "auto"):
+            query_consumer = f"{root}/consumer_{read_format}"
+            create_consumer(client, query_consumer, queue)
+            before = cpu_now()
+            src_rows, src_s, add_batch_s = spark_run(
+                spark, proxy, queue, query_consumer, str(work / f"chk_{read_format}"), args.pull_rows, read_format
+            )
+            after = cpu_now()
+            all_cpu = sum(after) - sum(before)
+            queries.append((read_format, src_rows, src_s, add_batch_s, all_cpu))
         print()
-        for label, rows, seconds in (
-            ("plain yt.wrapper pull loop", loop_rows, loop_s),
-            ("ytqueue -> noop (query)", src_rows, src_s),
-            ("ytqueue -> noop (addBatch)", src_rows, add_batch_s),
-        ):
-            print(f"{label:<27}: {rows:>10,} rows in {seconds:6.2f}s = {rows / seconds:>12,.0f} rows/s")
-        loop_rate = loop_rows / loop_s
-        print(f"ratio ytqueue / pull loop  : {(src_rows / src_s) / loop_rate:.2f}  (goal >= {GOAL})")
-        print(f"ratio, batches only        : {(src_rows / add_batch_s) / loop_rate:.2f}  (without query start-up)")
         print(
-            f"CPU seconds (client + server; the source: driver, JVM, Python workers, server): loop {loop_cpu:.2f}, "
-            f"source {src_cpu:.2f}; rows per CPU-second: loop {loop_rows / loop_cpu:,.0f}, "
-            f"source {src_rows / src_cpu:,.0f}"
+            f"{'':<28}{'rows':>11}{'seconds':>9}{'rows/s':>12}{'decode ns/row':>15}{'client ns/row':>15}"
+            f"{'server ns/row':>15}"
         )
+        for label, rows, seconds, decode, client_cpu, server_cpu in lines:
+            print(
+                f"{label:<28}{rows:>11,}{seconds:>9.2f}{rows / seconds:>12,.0f}{decode / rows * 1e9:>15,.0f}"
+                f"{client_cpu / rows * 1e9:>15,.0f}{server_cpu / rows * 1e9:>15,.0f}"
+            )
+        print("(decode: parsing the body into rows or Arrow batches; client: all CPU of this process, pulls included)")
+        yson_rate = rates["YSON pull loop, 1 thread"]
+        dsv_rate = rates["DSV pull loop, 1 thread"]
+        for read_format, src_rows, src_s, add_batch_s, all_cpu in queries:
+            name = "read_format=" + read_format
+            print(
+                f"ytqueue -> noop, {name:<17}: {src_rows:>10,} rows; query {src_rows / src_s:>10,.0f} rows/s "
+                f"({src_s:.2f}s), batches only {src_rows / add_batch_s:>10,.0f} rows/s; CPU of every process "
+                f"{all_cpu / src_rows * 1e9:,.0f} ns/row"
+            )
+            print(
+                f"  ratio to the YSON loop {(src_rows / src_s) / yson_rate:.2f} (goal >= {GOAL}; batches only "
+                f"{(src_rows / add_batch_s) / yson_rate:.2f}), to the DSV loop {(src_rows / src_s) / dsv_rate:.2f}"
+            )
         print(
             f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall-time ratios "
             "favour the single-threaded loop when the cores are oversubscribed)"
