@@ -22,6 +22,12 @@ if TYPE_CHECKING:
     from yt.wrapper import YtClient
 
 QUEUE, CONSUMER, OUTPUT = "//demo/events", "//demo/consumer", "//demo/enriched"
+#: The demo's last line: where a newcomer goes from here.
+WHAT_NEXT = (
+    'what next: do the same by hand with README.md "Reading a queue": ytqueue local, ytqueue create-queue, '
+    'ytqueue create-consumer, ytqueue produce, a spark.readStream.format("ytqueue") query, ytqueue status; '
+    "ytqueue --help lists every command"
+)
 
 
 def _produce(client: YtClient, total: int, stop: threading.Event, console: Console) -> None:
@@ -64,6 +70,20 @@ def _query(spark: SparkSession, proxy: str, checkpoint: str, available_now: bool
     )
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="1 second")
     return writer.start()
+
+
+def _stop_between_batches(spark: SparkSession, query: StreamingQuery, timeout_s: float = 60.0) -> None:
+    """Stop ``query`` the way a user stops a pipeline on purpose: when no micro-batch is running, so no write is
+    aborted, and with Spark's log off while it stops (an interrupted trigger logs ERROR lines that mean nothing
+    here)."""
+    deadline = time.monotonic() + timeout_s
+    while query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    spark.sparkContext.setLogLevel("OFF")
+    try:
+        query.stop()
+    finally:
+        spark.sparkContext.setLogLevel("ERROR")
 
 
 def run_demo(proxy: str | None, events: int, console: Console) -> int:
@@ -135,7 +155,7 @@ def _run(proxy: str, events: int, work: Path, console: Console) -> int:
     while time.time() < deadline and not list(client.select_rows(f"src_tablet from [{OUTPUT}] limit 1")):
         time.sleep(1)
     time.sleep(3)
-    query.stop()
+    _stop_between_batches(spark, query)
     rows_after_first = len(list(client.select_rows(f"src_tablet from [{OUTPUT}]")))
     console.log(f"query 1 stopped mid-stream after writing {rows_after_first} rows")
     producer.join()
@@ -164,4 +184,6 @@ def _run(proxy: str, events: int, work: Path, console: Console) -> int:
         + ("[green]nothing lost, nothing duplicated" if ok else "[red]MISMATCH")
     )
     spark.stop()
+    if ok:
+        console.print(WHAT_NEXT)
     return 0 if ok else 1

@@ -23,3 +23,9 @@ def test_demo_command_reports_exact_delivery() -> None:
     # The log says what the pause while the JVM starts is, and Spark's console progress bars stay out of it.
     assert "starting Spark (10-15 s)" in done.stdout
     assert "[Stage " not in done.stdout + done.stderr, (done.stdout + done.stderr)[-4000:]
+    # Stopping query 1 on purpose is no error: no traceback, no ERROR lines, and the last line says what next.
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output, output[-4000:]
+    assert not [line for line in output.splitlines() if " ERROR " in line], output[-4000:]
+    last = [line for line in done.stdout.splitlines() if line.strip()][-1]
+    assert last.startswith("what next:") and "README.md" in last and "ytqueue produce" in last, last
