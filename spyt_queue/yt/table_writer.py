@@ -61,6 +61,7 @@ from spyt_queue.errors import BadRecordError, ProducerSequenceError, SchemaMisma
 from spyt_queue.yt.backend import skip_empty_proxy_discovery
 from spyt_queue.yt.client import YtConnection
 from spyt_queue.yt.errors import has_code, is_transient_yt_error
+from spyt_queue.yt.nested_values import has_temporal, to_yt_value
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
 from spyt_queue.yt.yson_rows import encodable, encode_rows, fragment
 
@@ -370,6 +371,8 @@ class YtTableWriter:
             return [None if v is None else encode_yt_decimal(v, p, s) for v in values]
         if isinstance(t, dict) and pa.types.is_binary(array.type):
             return [None if v is None else yson.loads(v) for v in values]
+        if isinstance(t, dict) and has_temporal(t):
+            return [to_yt_value(v, t) for v in values]
         return values
 
     # -- writing -------------------------------------------------------------------------------------------

@@ -175,3 +175,47 @@ def test_a_stream_from_a_yt_queue_to_a_yt_table_keeps_every_instant(spark, yt, y
             query.stop()
         assert query.exception() is None, query.exception()
     assert sorted(yt.select_rows(f"* from [{target}]"), key=lambda r: r["k"]) == rows
+
+
+def test_times_nested_in_composite_columns_are_written_exactly(spark, yt, yt_proxy, yt_root) -> None:
+    """A ``timestamp``/``timestamp_ntz``/``date`` inside a struct, a list or an optional of a YT composite column is
+    written as YT's integer form of that member's type (microseconds, seconds for ``datetime``, days), exactly as
+    a top-level column is, with the workers in New York."""
+    target = f"{yt_root}/nested"
+    struct = {
+        "type_name": "struct",
+        "members": [
+            {"name": "at", "type": "timestamp"},
+            {"name": "sec", "type": {"type_name": "optional", "item": "datetime"}},
+            {"name": "wall", "type": "timestamp"},
+            {"name": "day", "type": "date"},
+        ],
+    }
+    listed = {"type_name": "list", "item": {"type_name": "optional", "item": "timestamp"}}
+    create_sorted_table(
+        yt,
+        target,
+        [
+            column("k", "int64", sort_order="ascending"),
+            {"name": "s", "type_v3": {"type_name": "optional", "item": struct}},
+            {"name": "l", "type_v3": listed},
+        ],
+    )
+    at, wall = INSTANTS[1], WALLS[2]
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    select = (
+        f"SELECT 1 AS k, named_struct('at', timestamp_micros({_micros(at)}), 'sec', timestamp_micros({_micros(at)}), "
+        f"'wall', TIMESTAMP_NTZ '{wall.isoformat(' ')}', 'day', DATE '{wall.date().isoformat()}') AS s, "
+        f"array(timestamp_micros({_micros(at)}), CAST(NULL AS TIMESTAMP)) AS l"
+    )
+    with python_workers_in(spark, ZONE) as register:
+        name = register(YtQueueDataSource)
+        spark.sql(select).write.format(name).option("proxy", yt_proxy).mode("append").save(target)
+    (row,) = yt.select_rows(f"* from [{target}]")
+    assert row["s"] == {
+        "at": _micros(at),
+        "sec": _micros(at) // 1_000_000,
+        "wall": _micros(wall),
+        "day": (wall.date() - EPOCH.date()).days,
+    }
+    assert row["l"] == [_micros(at), None]
