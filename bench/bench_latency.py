@@ -2,10 +2,12 @@
 
 * ``yt``: ``format("ytqueue")`` reading a queue of the embedded YT server through a consumer,
 * ``kafka``: the ytqueue Kafka adapter (``format("ytqueue")`` with ``kafka.bootstrap.servers``),
-* ``jvm``: Spark's JVM Kafka source (``format("kafka")``, ``spark-sql-kafka-0-10``).
+* ``jvm``: Spark's JVM Kafka source (``format("kafka")``, ``spark-sql-kafka-0-10``),
+* ``yt-unpacked``, ``kafka-unpacked``: the first two with ``min_rows_per_task=0`` (one task per tablet/partition
+  instead of packing a small batch's ranges into shared tasks), for packing on vs off in the same run.
 
     .venv/bin/python bench/bench_latency.py [--rates 1000,10000] [--seconds 30] [--warmup 8]
-        [--partitions 4] [--paths yt,kafka,jvm] [--profile-batches 20]
+        [--partitions 4] [--paths yt,yt-unpacked,kafka,kafka-unpacked,jvm] [--profile-batches 20]
 
 A producer thread writes rows carrying their insert wall-clock time (ms, taken just before ``insert_rows`` /
 ``produce``) at a steady rate; the query's sink is a ``foreachBatch`` that collects the batch and records
@@ -42,7 +44,10 @@ PATHS = {
     "yt": "ytqueue, YT queue",
     "kafka": "ytqueue, Kafka adapter",
     "jvm": "Spark JVM Kafka",
+    "yt-unpacked": "ytqueue, YT, 1 task/tablet",
+    "kafka-unpacked": "ytqueue, Kafka, 1 task/part",
 }
+UNPACKED = {"min_rows_per_task": "0"}  # the reader options of the ``-unpacked`` paths
 DURATIONS = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets", "triggerExecution")
 
 
@@ -109,11 +114,13 @@ class Producer(threading.Thread):
 class YtPath:
     """A 4-tablet queue (``id``, ``ts``) with a consumer on the embedded server."""
 
-    def __init__(self, proxy: str, root: str, partitions: int, name: str) -> None:
+    def __init__(
+        self, proxy: str, root: str, partitions: int, name: str, options: dict[str, str] | None = None
+    ) -> None:
         from spyt_queue.yt.admin import column, create_consumer, create_queue
         from spyt_queue.yt.client import make_yt_client
 
-        self.proxy, self.partitions = proxy, partitions
+        self.proxy, self.partitions, self.options = proxy, partitions, options or {}
         self.client = make_yt_client(proxy)
         self.queue, self.consumer = f"{root}/{name}", f"{root}/{name}-consumer"
         create_queue(self.client, self.queue, [column("id", "int64"), column("ts", "int64")], tablet_count=partitions)
@@ -128,6 +135,7 @@ class YtPath:
             spark.readStream.format("ytqueue")
             .option("proxy", self.proxy)
             .option("consumer_path", self.consumer)
+            .options(**self.options)
             .load(self.queue)
             .selectExpr("ts")
         )
@@ -136,11 +144,13 @@ class YtPath:
 class KafkaPath:
     """A topic with ``partitions`` partitions read by our adapter (``jvm=False``) or Spark's JVM source."""
 
-    def __init__(self, bootstrap: str, partitions: int, name: str, jvm: bool) -> None:
+    def __init__(
+        self, bootstrap: str, partitions: int, name: str, jvm: bool, options: dict[str, str] | None = None
+    ) -> None:
         from confluent_kafka import Producer as KafkaProducer
         from confluent_kafka.admin import AdminClient, NewTopic
 
-        self.bootstrap, self.partitions, self.jvm = bootstrap, partitions, jvm
+        self.bootstrap, self.partitions, self.jvm, self.options = bootstrap, partitions, jvm, options or {}
         self.topic = name
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
         self.admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
@@ -160,7 +170,7 @@ class KafkaPath:
             .option("startingOffsets", "earliest")
         )
         if not self.jvm:
-            reader = reader.option("kafka.group.id", f"latency-{self.topic}")
+            reader = reader.option("kafka.group.id", f"latency-{self.topic}").options(**self.options)
         return reader.load().selectExpr("CAST(CAST(value AS STRING) AS BIGINT) AS ts")
 
     def close(self) -> None:
@@ -329,7 +339,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=8.0, help="seconds between the first batch and the measurement")
     parser.add_argument("--drain", type=float, default=60.0, help="max seconds to wait for the measured rows")
     parser.add_argument("--partitions", type=int, default=4, help="tablets / topic partitions (default 4)")
-    parser.add_argument("--paths", default="yt,kafka,jvm", help="which paths (default yt,kafka,jvm)")
+    parser.add_argument(
+        "--paths",
+        default="yt,yt-unpacked,kafka,kafka-unpacked,jvm",
+        help="which paths (default yt,yt-unpacked,kafka,kafka-unpacked,jvm)",
+    )
     parser.add_argument("--profile-batches", type=int, default=20, help="driver profile batches (0: skip)")
     parser.add_argument("--profile-only", action="store_true", help="only the driver profile (no Spark queries)")
     args = parser.parse_args()
@@ -379,10 +393,11 @@ def main() -> None:
                         for path in paths:
                             name = f"{path}-{rate}-{uuid.uuid4().hex[:6]}"
                             source: Any
-                            if path == "yt":
-                                source = YtPath(proxy, root, args.partitions, name)
+                            options = UNPACKED if path.endswith("-unpacked") else None
+                            if path.startswith("yt"):
+                                source = YtPath(proxy, root, args.partitions, name, options)
                             else:
-                                source = KafkaPath(bootstrap, args.partitions, name, jvm=path == "jvm")
+                                source = KafkaPath(bootstrap, args.partitions, name, jvm=path == "jvm", options=options)
                             results[(path, rate)] = measure(spark, source, rate, args, PATHS[path], work)
                             r = results[(path, rate)]
                             print(f"  [{PATHS[path]} @ {rate}/s] p50 {r['p50']:.0f}, p99 {r['p99']:.0f} ms", flush=True)
@@ -414,6 +429,16 @@ def main() -> None:
                 print(
                     f"{PATHS[path]} / Spark JVM Kafka at {rate}/s: p50 {ours['p50'] / jvm['p50']:.2f}, "
                     f"p99 {ours['p99'] / max(1.0, jvm['p99']):.2f}"
+                )
+    for rate in rates:
+        for path in ("yt", "kafka"):
+            packed, unpacked = results.get((path, rate)), results.get((f"{path}-unpacked", rate))
+            if packed and unpacked:
+                add_on, add_off = packed["durations"]["addBatch"], unpacked["durations"]["addBatch"]
+                print(
+                    f"{PATHS[path]} at {rate}/s, packing on vs off: addBatch {add_on:.0f} vs {add_off:.0f} ms "
+                    f"({(add_on - add_off) / max(1.0, add_off):+.0%}), p50 {packed['p50']:.0f} vs "
+                    f"{unpacked['p50']:.0f} ms ({(packed['p50'] - unpacked['p50']) / max(1.0, unpacked['p50']):+.0%})"
                 )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
