@@ -111,6 +111,8 @@ def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: floa
         known.add(query.runId)
         try:
             finished = query.awaitTermination(timeout)
+        except Exception as error:  # the query failed
+            return {"ok": False, "error": f"{name}: {error}"}
         finally:
             query.stop()
         if not finished:
@@ -131,7 +133,10 @@ def main() -> None:
         request = json.loads(line)
         if request.get("exit"):
             break
-        reply = run_block(namespace, request["code"], request["filename"], float(request["timeout"]), known)
+        try:
+            reply = run_block(namespace, request["code"], request["filename"], float(request["timeout"]), known)
+        except Exception:  # running the block's queries failed: the session stays for the next request
+            reply = {"ok": False, "error": traceback.format_exc()}
         channel.write(json.dumps(reply) + "\n")
     session = _active_session()
     if session is not None:
