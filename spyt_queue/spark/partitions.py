@@ -7,6 +7,7 @@ batch into one task per partition costs more than it saves (see :func:`pack_rang
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import logging
 from collections.abc import Iterator, Sequence
@@ -22,6 +23,9 @@ log = logging.getLogger("spyt_queue.read")
 
 #: A range as planned: (partition, first row, end row exclusive).
 Range = tuple[str, int, int]
+#: Most ranges one packed task reads: each range costs its own requests (YT: a pull, Kafka: a watermark look-up, a seek
+#: and a fetch; a few ms each), so a small batch over hundreds of partitions still spreads over several tasks.
+MAX_RANGES_PER_TASK = 16
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ def pack_ranges(
     min_rows_per_task: int | None,
     min_tasks: int | None = None,
     max_rows_per_task: int | None = None,
+    max_ranges: int = MAX_RANGES_PER_TASK,
 ) -> list[list[Range]]:
     """Group a batch's ranges into tasks: ranges shorter than ``min_rows_per_task`` share tasks of up to that many
     rows; a range of ``min_rows_per_task`` rows or more is a task of its own.
@@ -94,6 +99,7 @@ def pack_ranges(
       ``min_rows_per_task`` rows, and at most ``max_rows_per_task`` when set), a new task when none has: so a batch
       of ``R`` rows keeps at least ``ceil(R / min_rows_per_task)`` tasks, balanced;
     * there are at least ``min_tasks`` tasks (``minPartitions``) when there are that many ranges;
+    * a task holds at most ``max_ranges`` ranges (:data:`MAX_RANGES_PER_TASK`);
     * a task never holds two ranges of one partition (pieces cut by ``maxRecordsPerPartition``/``minPartitions`` stay
       in tasks of their own, as asked);
     * ``min_rows_per_task`` of ``None`` or 0: one task per range.
@@ -105,23 +111,34 @@ def pack_ranges(
     room = min(min_rows_per_task, max_rows_per_task) if max_rows_per_task else min_rows_per_task
     wanted = min(max(min_tasks or 1, 1), len(ranges))
     members: list[list[int]] = [[] for _ in range(wanted)]
-    loads = [0] * wanted
     keys: list[set[str]] = [set() for _ in range(wanted)]
+    open_tasks = [(0, task) for task in range(wanted)]  # (rows, task) of tasks with room for another range: a heap
     by_size = sorted(range(len(ranges)), key=lambda i: ranges[i][1] - ranges[i][2])  # largest first, stable
     for index in by_size:
         key, first, stop = ranges[index]
         rows = stop - first
-        fits = [t for t in range(len(members)) if key not in keys[t] and (not members[t] or loads[t] + rows <= room)]
-        if fits:
-            task = min(fits, key=lambda t: (loads[t], t))
-        else:
-            task = len(members)
+        skipped, chosen = [], None
+        while open_tasks:  # the least loaded task that fits; if it has no room by rows, none has
+            load, task = heapq.heappop(open_tasks)
+            if members[task] and load + rows > room:
+                skipped.append((load, task))
+                break
+            if key in keys[task]:
+                skipped.append((load, task))
+                continue
+            chosen = (load, task)
+            break
+        for entry in skipped:
+            heapq.heappush(open_tasks, entry)
+        if chosen is None:
+            chosen = (0, len(members))
             members.append([])
-            loads.append(0)
             keys.append(set())
+        load, task = chosen
         members[task].append(index)
-        loads[task] += rows
         keys[task].add(key)
+        if len(members[task]) < max_ranges and load + rows < room:
+            heapq.heappush(open_tasks, (load + rows, task))
     groups = sorted(sorted(m) for m in members if m)
     return [[ranges[i] for i in group] for group in groups]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import pickle
 import random
+import time
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -14,7 +15,7 @@ from spyt_queue.backend import DataLossHandler
 from spyt_queue.errors import DataLossError, OptionError
 from spyt_queue.options import Options
 from spyt_queue.settings import DEFAULT_MIN_ROWS_PER_TASK, ReaderSettings
-from spyt_queue.spark.partitions import PackedRanges, RangePartition, pack_ranges, split_ranges
+from spyt_queue.spark.partitions import MAX_RANGES_PER_TASK, PackedRanges, RangePartition, pack_ranges, split_ranges
 
 
 def rows(group: list[tuple[str, int, int]]) -> int:
@@ -65,6 +66,22 @@ def test_max_rows_per_task_caps_packed_tasks() -> None:
     assert all(rows(g) <= 10 for g in groups) and len(groups) == 3
 
 
+def test_a_task_reads_at_most_max_ranges_per_task_ranges() -> None:
+    """Each range costs its own requests: a small batch over many partitions spreads over several tasks."""
+    ranges = [(str(i), 0, 1) for i in range(40)]
+    groups = pack_ranges(ranges, 20_000)
+    assert [len(g) for g in groups] == [MAX_RANGES_PER_TASK, MAX_RANGES_PER_TASK, 40 - 2 * MAX_RANGES_PER_TASK]
+    assert len(pack_ranges(ranges, 20_000, max_ranges=40)) == 1
+
+
+def test_packing_ten_thousand_partitions_is_quick() -> None:
+    ranges = [(f"t:{i}", 0, 1 + i % 7) for i in range(10_000)]
+    began = time.perf_counter()
+    groups = pack_ranges(ranges, 20_000)
+    assert time.perf_counter() - began < 2.0
+    assert sum(map(len, groups)) == 10_000 and len(groups) == math.ceil(10_000 / MAX_RANGES_PER_TASK)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_batches_every_range_once_within_the_rule(seed: int) -> None:
     rng = random.Random(seed)
@@ -84,7 +101,7 @@ def test_random_batches_every_range_once_within_the_rule(seed: int) -> None:
     assert len(groups) >= len(ranges) - len(small) + math.ceil(rows(small) / room), "large batches keep parallelism"
     assert len(groups) >= min(min_tasks or 1, len(ranges))
     for group in groups:
-        assert len({key for key, _, _ in group}) == len(group)
+        assert len({key for key, _, _ in group}) == len(group) <= MAX_RANGES_PER_TASK
         assert len(group) == 1 or rows(group) <= room, "only ranges that fit together share a task"
         assert group == sorted(group, key=ranges.index), "a task reads its ranges in planning order"
 
