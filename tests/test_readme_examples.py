@@ -82,6 +82,14 @@ NOT_RUN = {
         "the summary of the commands the examples above ran (it would start a second server and create existing "
         "tables); test_command_line_summary_is_what_the_examples_run checks it line by line"
     ),
+    ("Deploying the package to executors", "bash"): (
+        "installs into /opt/spyt on every machine of a Spark cluster; tests/cluster/ runs this recipe against a local "
+        "standalone cluster"
+    ),
+    ("Deploying the package to executors", "python"): (
+        "connects to a Spark standalone master (spark://master-host:7077); tests/cluster/ runs the stream scenarios "
+        "on a local standalone cluster"
+    ),
     ("Reliability: the chaos suite", "bash"): "the long chaos run takes an hour; tests/chaos/ runs the short one",
     ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
 }
@@ -160,16 +168,17 @@ def summary_line(fragment: str) -> str:
 
 
 class Placeholders:
-    """The README's server addresses and the servers of this test (see the module docstring)."""
+    """The README's server addresses and the servers of this test (see the module docstring). A server is asked for
+    its address (and so started) only when a block names it: the early examples run without the later servers."""
 
-    def __init__(self, mapping: dict[str, str]) -> None:
+    def __init__(self, mapping: dict[str, Callable[[], str]]) -> None:
         self.mapping = dict(mapping)
         keys = sorted(self.mapping, key=len, reverse=True)
         self._pattern = re.compile("|".join(re.escape(k) for k in keys))
 
     def __call__(self, text: str) -> str:
         """``text`` with every server address replaced, in one pass."""
-        return self._pattern.sub(lambda m: self.mapping[m.group(0)], text)
+        return self._pattern.sub(lambda m: self.mapping[m.group(0)](), text)
 
 
 def free_port() -> int:
@@ -325,11 +334,24 @@ class World:
 
     reader: Reader
     yt_proxy: str
-    kafka: str
-    zookeeper: Any
-    hbase: Any
-    kudu: Any
+    request: pytest.FixtureRequest
     produced: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kafka(self) -> str:
+        return self.request.getfixturevalue("kafka_bootstrap")
+
+    @property
+    def zookeeper(self) -> Any:
+        return self.request.getfixturevalue("zookeeper")
+
+    @property
+    def hbase(self) -> Any:
+        return self.request.getfixturevalue("hbase")
+
+    @property
+    def kudu(self) -> Any:
+        return self.request.getfixturevalue("kudu")
 
     @property
     def yt(self) -> Any:
@@ -714,20 +736,22 @@ def test_command_line_summary_is_what_the_examples_run() -> None:
         assert tuple(words) in ran, f"README's Command line block: `{line.strip()}` is in no example block above it"
 
 
-def test_readme_examples_in_order(kafka_bootstrap: str, zookeeper: Any, hbase: Any, kudu: Any, tmp_path: Path) -> None:
+def test_readme_examples_in_order(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """The README's blocks in order against its own ``ytqueue local`` and the session's Kafka, ZooKeeper, HBase and
+    Kudu (fixtures ``kafka_bootstrap``, ``zookeeper``, ``hbase``, ``kudu``, started when a block first names them)."""
     port = free_port()
     places = Placeholders(
         {
-            "localhost:8000": f"localhost:{port}",
-            "--port 8000": f"--port {port}",
-            "localhost:9092": kafka_bootstrap,
-            "zk1:2181,zk2:2181": zookeeper.hosts,
-            "hbase-thrift:9090": hbase.thrift_address,
-            "kudu-master:7051": kudu.master_addresses,
+            "localhost:8000": lambda: f"localhost:{port}",
+            "--port 8000": lambda: f"--port {port}",
+            "localhost:9092": lambda: world.kafka,
+            "zk1:2181,zk2:2181": lambda: world.zookeeper.hosts,
+            "hbase-thrift:9090": lambda: world.hbase.thrift_address,
+            "kudu-master:7051": lambda: world.kudu.master_addresses,
         }
     )
     reader = Reader(tmp_path / f"reader-{uuid.uuid4().hex[:6]}", places)
-    world = World(reader, f"localhost:{port}", kafka_bootstrap, zookeeper, hbase, kudu)
+    world = World(reader, f"localhost:{port}", request)
     try:
         for block in blocks_to_run():
             before, after = CHECKS[(block.heading, block.kind)]
