@@ -8,9 +8,12 @@ shows the traceback instead.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
+import socket
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,22 @@ CLI_YT_CONFIG: dict[str, Any] = {"proxy": {"retries": {"enable": False}, "connec
 _PROXY_HELP = "YT proxy, e.g. localhost:8000 (default: $YT_PROXY)."
 #: Where ``ytqueue status`` reads the password of ``--store`` (as yt.wrapper reads ``YT_TOKEN``).
 STORE_PASSWORD_ENV = "SPYT_STORE_PASSWORD"
+#: Seconds the commands wait for a Kafka broker, ZooKeeper, a Kudu master or an HBase gateway to accept a connection.
+CONNECT_TIMEOUT_S = 10.0
+#: Loggers of client libraries that print every retry (kazoo's "Connection dropped", thrift's connect errors,
+#: librdkafka's lines as spyt-queue files them): silent unless ``--debug``; the command's own error says it once.
+CLIENT_LOGGERS = ("kazoo", "thrift", "happybase", "spyt_queue.kafka.librdkafka", "jpype")
+#: What each endpoint is, its default port, and what to do when it cannot be reached.
+ENDPOINTS: dict[str, tuple[str, int, str]] = {
+    "kafka": ("Kafka", 9092, "is the broker running? (a local one: python -m integration.kafka_broker --port 9092)"),
+    "zookeeper": ("ZooKeeper", 2181, "is it running? (a local one: python -m integration.zookeeper --port 2181)"),
+    "kudu": ("the Kudu master", 7051, "is it running? (a local one: python -m integration.kudu --port 7051)"),
+    "hbase": (
+        "the HBase Thrift gateway",
+        9090,
+        "is it running? (a local one: python -m integration.hbase --port 9090)",
+    ),
+}
 
 
 class CliError(Exception):
@@ -132,6 +151,44 @@ def main(
 ) -> None:
     """spyt-queue: YTsaurus queues and Kafka topics in Spark Structured Streaming."""
     ctx.meta["ytqueue.debug"] = debug
+    if not debug:
+        for name in CLIENT_LOGGERS:
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+def endpoints_of(kind: str, servers: str) -> list[str]:
+    """The ``host:port`` endpoints of a connect string (``h1:2181,h2``; ``PLAINTEXT://b:9092``; ``user@h``), with
+    the default port of ``kind`` (``kafka``, ``zookeeper``, ``kudu``, ``hbase``) where none is given."""
+    default_port = ENDPOINTS[kind][1]
+    found = []
+    for part in servers.split(","):
+        part = part.strip().rpartition("://")[2].rpartition("@")[2]
+        if not part:
+            continue
+        host, colon, port = part.rpartition(":") if ":" in part else (part, "", "")
+        found.append(f"{host}:{port if colon and port.isdigit() else default_port}")
+    return found
+
+
+def check_endpoints(kind: str, servers: str, option: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail in one line naming the endpoints and what to do unless one of them accepts a TCP connection within
+    about ``timeout_s`` seconds (client libraries would retry for up to minutes, printing every attempt)."""
+    endpoints = endpoints_of(kind, servers)
+    if not endpoints:
+        return
+    what, _, fix = ENDPOINTS[kind]
+    deadline = time.monotonic() + timeout_s
+    reasons = []
+    for index, endpoint in enumerate(endpoints):
+        host, _, port = endpoint.rpartition(":")
+        wait = max(0.5, (deadline - time.monotonic()) / (len(endpoints) - index))
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=wait):
+                return
+        except OSError as error:
+            reasons.append(error.strerror or str(error) or type(error).__name__)
+    reason = reasons[0] if len(set(reasons)) == 1 else "; ".join(reasons)
+    raise CliError(f"cannot reach {what} at {', '.join(endpoints)} ({reason}): {fix}; check {option}")
 
 
 def _client(proxy: str | None) -> Any:
@@ -243,21 +300,115 @@ def create_table(
     console.print(f'next: write with df.writeStream.format("ytqueue").option("path", "{path}")')
 
 
+#: Seconds between two progress lines of ``ytqueue produce`` (tests set 0: a line after every batch).
+PRODUCE_PROGRESS_INTERVAL_S = 2.0
+
+
+@app.command()
+def produce(
+    path: str = typer.Argument(..., help="The queue to write to, e.g. //home/me/queue."),
+    file: Path = typer.Option(
+        None, "--file", "-f", help="JSON lines to read (default or '-': standard input), one object per row."
+    ),
+    tablet: int = typer.Option(
+        None, min=0, help="Put every row into this tablet (default: round-robin; a row's $tablet_index wins)."
+    ),
+    batch_rows: int = typer.Option(
+        10_000, "--batch-rows", min=1, help="Rows per insert (one tablet transaction each)."
+    ),
+    proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
+) -> None:
+    """Append JSON lines ({"column": value, ...} per line) to a queue, checked against its schema, in batches."""
+    from spyt_queue.yt.backend import YtConnection, YtQueueBackend
+    from spyt_queue.yt.produce import BatchInsertError, ProduceError, RowMaker
+    from spyt_queue.yt.produce import produce as produce_rows
+
+    client = _client(proxy)
+    if not client.exists(path):
+        raise CliError(f"{path} does not exist: create it with ytqueue create-queue {path} --schema ...")
+    backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), path, None)
+    schema = backend.yt_schema  # "does not exist" / "is not a queue" in one line
+    maker = RowMaker(path, schema, int(client.get(f"{path}/@tablet_count")), tablet)
+
+    def progress(report: Any) -> None:
+        typer.echo(f"... {report.rows} rows written (line {report.lines})", err=True)
+
+    if file is None or str(file) == "-":
+        if sys.stdin.isatty():
+            typer.echo("reading JSON lines from the terminal; end with Ctrl-D", err=True)
+        source: Any = sys.stdin.buffer
+    else:
+        try:
+            source = open(file, "rb")
+        except OSError as error:
+            raise CliError(f"cannot read --file {file}: {error.strerror}") from None
+    try:
+        report = produce_rows(
+            source,
+            maker,
+            lambda rows: client.insert_rows(path, rows),
+            batch_rows=batch_rows,
+            progress=progress,
+            progress_interval_s=PRODUCE_PROGRESS_INTERVAL_S,
+        )
+    except ProduceError as error:
+        raise CliError(str(error)) from None
+    except BatchInsertError as error:
+        cause = error.__cause__ or error
+        raise CliError(
+            f"YT refused lines {error.first_line}-{error.last_line}: {one_line(cause)}; {error.written}"
+        ) from None
+    finally:
+        if source is not sys.stdin.buffer:
+            source.close()
+    tablets = ", ".join(f"tablet {t}: {n}" for t, n in sorted(report.per_tablet.items()))
+    console.print(
+        f"wrote {report.rows} row{'s' * (report.rows != 1)} to [bold]{path}[/bold]"
+        + (f" ({tablets})" if tablets else "")
+    )
+    console.print(f"next: ytqueue status --queue {path} --consumer //path/to/consumer")
+
+
 @app.command()
 def local(
     port: int = typer.Option(8000, help="HTTP port of the proxy (0 = any free port)."),
     data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help="Where the server keeps its data."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    cluster_name: str = typer.Option(
+        None,
+        "--cluster-name",
+        help="Cluster name written as queue_cluster into consumer and producer rows (default: local).",
+    ),
+    max_rows_per_transaction: int = typer.Option(
+        None,
+        "--max-rows-per-transaction",
+        min=1,
+        max=2_000_000,
+        help="Rows one tablet transaction may write into one tablet (YT's max_rows_per_transaction, default 100000).",
+    ),
+    log_level: str = typer.Option(
+        "WARNING", "--log-level", help="The server's log level on stderr: DEBUG, INFO, WARNING or ERROR."
+    ),
 ) -> None:
     """Run the embedded YTsaurus-compatible queue server in the foreground until interrupted."""
+    import logging
+
     from spyt_queue.local import serve
+
+    level = log_level.strip().upper()
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        raise CliError(f"--log-level must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}")
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings: dict[str, Any] = {"max_rows_per_transaction": max_rows_per_transaction}
+    if cluster_name:
+        settings["cluster_name"] = cluster_name
 
     def ready(proxy: str) -> None:
         console.print(f"ytqueue local server: proxy=[bold]{proxy}[/bold] data_dir={data_dir}")
         console.print(f"  export YT_PROXY={proxy}   # point yt.wrapper, the yt CLI and ytqueue at it; Ctrl-C stops")
 
     try:
-        serve(host, port, data_dir, on_ready=ready)
+        serve(host, port, data_dir, on_ready=ready, **settings)
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             raise CliError(f"{host}:{port} is already in use: pick another --port (0 = any free port)") from error
@@ -312,18 +463,24 @@ def status(
         if not (queue or topic):
             return
 
-    hint = None
+    hints: list[str] = []
+    group_default = None  # the group a Kafka query without kafka.group.id commits under, when --group is not given
     if bootstrap_servers:
         from spyt_queue.kafka.backend import KafkaBackend
         from spyt_queue.kafka.options import Subscription
 
         if not topic or not (group or store):
             raise CliError("Kafka status needs --topic and --group (or --store)")
+        _check_kafka(bootstrap_servers)
         topics = tuple(t.strip() for t in topic.split(",") if t.strip())
-        backend: Any = KafkaBackend(
-            {"bootstrap.servers": bootstrap_servers}, Subscription("subscribe", topics=topics), group or ""
-        )
+        subscription = Subscription("subscribe", topics=topics)
+        backend: Any = KafkaBackend({"bootstrap.servers": bootstrap_servers}, subscription, group or "")
         title = f"{topic} via group {group}"
+        if not (group or offsets_group):
+            from spyt_queue.kafka.options import default_group_id
+            from spyt_queue.options import Options
+
+            group_default = default_group_id(Options({}), subscription)
     else:
         from spyt_queue.yt import admin
         from spyt_queue.yt.backend import YtConnection, YtQueueBackend
@@ -340,18 +497,40 @@ def status(
                     f"ytqueue create-consumer {consumer} --queue {queue}"
                 )
             if not admin.consumer_registered(client, queue, consumer):
-                hint = (
+                hints.append(
                     f"hint: consumer {consumer} is not registered for {queue}, so a query cannot commit to it; "
                     f"register it with `ytqueue create-consumer {consumer} --queue {queue}` or, from Python, "
                     f"client.register_queue_consumer({queue!r}, {consumer!r}, vital=False)"
                 )
         title = queue + (f" via {consumer}" if consumer else "")
     offsets = None
+    store_group = ""
     if not is_native(store):
-        offsets = open_store(store, backend.source_id, offsets_group or group or consumer or "spyt-queue", credentials)
+        scheme, _, rest = store.partition("://")
+        check_endpoints(scheme.lower(), rest.partition("?")[0].partition("/")[0], "--store")
+        store_group = offsets_group or group or group_default or consumer or "spyt-queue"
+        offsets = open_store(store, backend.source_id, store_group, credentials)
         title = f"{topic if bootstrap_servers else queue} via {offsets.describe()}"
+        if group_default:
+            typer.secho(
+                f"hint: no --group: showing group {group_default}, the one a query subscribing to {topic} without "
+                "kafka.group.id commits under (spark-kafka-source-<hash of the subscription>; groupIdPrefix changes "
+                "the prefix); --offsets-group NAME shows another",
+                err=True,
+                fg="yellow",
+            )
     try:
         rows = backend_lag(backend, offsets)
+    except Exception as error:
+        if offsets is None or isinstance(error, CliError) or not offsets.is_transient(error):
+            raise
+        raise CliError(
+            f"the offset store {offsets.describe()} did not answer ({one_line(error)}): is it running and is it "
+            "the server --store names? check --store"
+        ) from error
+    else:
+        if offsets is not None and all(row.committed is None for row in rows):
+            hints.append(_group_hint(offsets, store_group, bool(bootstrap_servers)))
     finally:
         if offsets is not None:
             offsets.close()
@@ -363,8 +542,52 @@ def status(
         table.add_row(row.partition, committed, str(row.lower), str(row.upper), str(row.lag))
     table.add_row("total", "", "", str(sum(r.upper for r in rows)), str(sum(r.lag for r in rows)), style="bold")
     console.print(table)
-    if hint:
+    for hint in hints:
         typer.secho(hint, err=True, fg="yellow")
+
+
+def _group_hint(offsets: Any, group: str, kafka: bool) -> str:
+    """Why a store may show nothing for ``group``: the rule by which a query names its group, and the groups the
+    store holds where it can list them (ZooKeeper)."""
+    rule = (
+        "offsets.group, else kafka.group.id, else spark-kafka-source-<hash of the subscription>"
+        if kafka
+        else "offsets.group, else its consumer_path, else spyt-queue"
+    )
+    text = f"hint: group {group} has no positions for this source in {offsets.describe()}; a query commits under {rule}"
+    groups = _store_groups(offsets)
+    if groups is not None:
+        text += f"; groups in this store: {', '.join(groups) if groups else 'none'}"
+    return text + "; give that group with --offsets-group NAME"
+
+
+def _store_groups(offsets: Any) -> list[str] | None:
+    """The groups a ZooKeeper store holds (the znodes below its root), or None for a store that cannot list them."""
+    from spyt_queue.stores.zookeeper import ZooKeeperStore, decode_component
+
+    if not isinstance(offsets, ZooKeeperStore):
+        return None
+    try:
+        return sorted(decode_component(name) for name in offsets.client().get_children(offsets.root))
+    except Exception:  # a listing is only a hint: the table above is the answer
+        return None
+
+
+def _check_kafka(bootstrap_servers: str) -> None:
+    """One line naming the brokers, within about :data:`CONNECT_TIMEOUT_S` each for the TCP connection and the
+    metadata request, unless a broker answers (librdkafka alone retries for minutes)."""
+    from spyt_queue.errors import UnreachableError
+    from spyt_queue.kafka.clients import check_brokers_reachable
+
+    check_endpoints("kafka", bootstrap_servers, "--bootstrap-servers")
+    try:
+        check_brokers_reachable({"bootstrap.servers": bootstrap_servers}, CONNECT_TIMEOUT_S)
+    except UnreachableError:
+        raise CliError(
+            f"Kafka at {bootstrap_servers} accepts connections but answered no metadata request within "
+            f"{CONNECT_TIMEOUT_S:g} s: is it a Kafka broker (and its listener the address given)? "
+            "check --bootstrap-servers"
+        ) from None
 
 
 def _store_credentials(store: str | None, user: str | None, password_file: Path | None) -> Any:
@@ -395,6 +618,7 @@ def _dead_letter_status(path: str | None, topic: str | None, proxy: str | None, 
     if topic:
         if not bootstrap_servers:
             raise CliError("--dead-letter-topic needs --bootstrap-servers")
+        _check_kafka(bootstrap_servers)
         from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 
         target: Any = KafkaDeadLetterTarget({"bootstrap.servers": bootstrap_servers}, topic)

@@ -1,0 +1,167 @@
+"""``ytqueue status`` against brokers and offset stores as a user runs it: an endpoint that is not running (or does
+not answer) is one line within seconds naming it and what to do, with the client libraries' own logging kept quiet;
+and a store read without the group a query commits under says which group that is."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from spyt_queue.yt import admin
+
+YTQUEUE = str(Path(sys.executable).with_name("ytqueue"))
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nobody listens on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections and never answers (a hung or wrong server)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield server.getsockname()[1]
+    server.close()
+    for connection in accepted:
+        connection.close()
+
+
+def ytqueue(*args: str, proxy: str | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run the installed ``ytqueue`` as a user does (librdkafka writes to the process's stderr itself)."""
+    env = dict(os.environ, COLUMNS="200")
+    env.pop("YT_PROXY", None)
+    if proxy:
+        env["YT_PROXY"] = proxy
+    started = time.monotonic()
+    done = subprocess.run([YTQUEUE, *args], capture_output=True, text=True, env=env, timeout=120)
+    return done, time.monotonic() - started
+
+
+def assert_one_line(done: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """Exit code 1, nothing on stdout, one ``Error:`` line on stderr holding every fragment, no traceback."""
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == "", done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("Error: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("scheme", "what"),
+    [("zookeeper", "ZooKeeper"), ("kudu", "the Kudu master"), ("hbase", "the HBase Thrift gateway")],
+)
+def test_a_store_that_is_not_running_is_one_line_naming_it(
+    yt, yt_proxy: str, yt_root: str, scheme: str, what: str
+) -> None:
+    queue = f"{yt_root}/queue"
+    admin.create_queue(yt, queue, [admin.column("a", "int64")])
+    port = closed_port()
+    done, took = ytqueue("status", "--queue", queue, "--store", f"{scheme}://127.0.0.1:{port}/t", proxy=yt_proxy)
+    assert_one_line(
+        done, f"cannot reach {what} at 127.0.0.1:{port} (Connection refused)", "is it running?", "check --store"
+    )
+    assert took < 30, f"{took:.0f} s"
+
+
+@pytest.mark.parametrize("args", [("--topic", "events", "--group", "g"), ("--dead-letter-topic", "dead")])
+def test_a_kafka_broker_that_is_not_running_is_one_line_naming_it(args: tuple[str, ...]) -> None:
+    port = closed_port()
+    done, took = ytqueue("status", "--bootstrap-servers", f"127.0.0.1:{port}", *args)
+    assert_one_line(
+        done,
+        f"cannot reach Kafka at 127.0.0.1:{port} (Connection refused)",
+        "is the broker running?",
+        "check --bootstrap-servers",
+    )
+    assert took < 30, f"{took:.0f} s"
+
+
+def test_a_kafka_endpoint_that_never_answers_is_one_line_too(silent_port: int) -> None:
+    done, took = ytqueue("status", "--bootstrap-servers", f"127.0.0.1:{silent_port}", "--topic", "t", "--group", "g")
+    assert_one_line(done, f"Kafka at 127.0.0.1:{silent_port} accepts connections but answered no metadata request")
+    assert took < 30, f"{took:.0f} s"
+
+
+def test_a_zookeeper_endpoint_that_never_answers_is_one_line_without_kazoo_noise(
+    yt, yt_proxy: str, yt_root: str, silent_port: int
+) -> None:
+    queue = f"{yt_root}/queue"
+    admin.create_queue(yt, queue, [admin.column("a", "int64")])
+    done, took = ytqueue(
+        "status", "--queue", queue, "--store", f"zookeeper://127.0.0.1:{silent_port}/x", proxy=yt_proxy
+    )
+    assert_one_line(done, f"the offset store zookeeper://127.0.0.1:{silent_port}/x", "did not answer", "--store")
+    assert took < 40, f"{took:.0f} s"
+
+
+# -- which group a query commits under -----------------------------------------------------------------------
+
+
+@pytest.mark.spark
+def test_status_of_a_kafka_query_without_group_id_finds_its_group_in_the_store_and_hints_at_it(
+    spark, kafka_bootstrap: str, zookeeper, checkpoint: str, tmp_path: Path
+) -> None:
+    """A Kafka query without ``kafka.group.id`` commits to the store under spark-kafka-source-<hash>: status without
+    ``--group`` shows that group, and names the rule; a group with nothing in the store lists the store's groups."""
+    from tests.kafka.helpers import Topic, run_to_files
+
+    topic = Topic(kafka_bootstrap, checkpoint)
+    topic.produce(6)
+    store = zookeeper.uri(f"/spyt-{uuid.uuid4().hex[:8]}")
+    stream = (
+        spark.readStream.format("ytqueue")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", topic.name)
+        .option("startingOffsets", "earliest")
+        .option("offsets.store", store)
+        .load()
+    )
+    run_to_files(stream, checkpoint, str(tmp_path / "out"))
+    common = ("status", "--bootstrap-servers", kafka_bootstrap, "--topic", topic.name, "--store", store)
+
+    done, _ = ytqueue(*common)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {
+        line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:6]]
+        for line in done.stdout.splitlines()
+        if line.startswith("│")
+    }
+    done_rows = ["3", "0", "3", "0"]  # committed, first row, end, lag
+    assert rows == {f"{topic.name}:0": done_rows, f"{topic.name}:1": done_rows, "total": ["", "", "6", "0"]}
+    (hint,) = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
+    assert "hint: no --group: showing group spark-kafka-source-" in hint and "kafka.group.id" in hint, hint
+    default_group = hint.split("showing group ")[1].split(",")[0]
+
+    done, _ = ytqueue(*common, "--offsets-group", "spyt-queue")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (hint,) = [line for line in done.stderr.splitlines() if line.startswith("hint:")]
+    assert "hint: group spyt-queue has no positions for this source" in hint, hint
+    assert "kafka.group.id, else spark-kafka-source-<hash of the subscription>" in hint, hint
+    assert f"groups in this store: {default_group};" in hint and "--offsets-group NAME" in hint, hint
