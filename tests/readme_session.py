@@ -8,7 +8,8 @@ the JVM print goes to stderr. After a block ran, the session does what a reader 
 * the streaming queries the block started (bound to a name, the value of its last expression, or active) are run
   until the data available now is processed (``processAllAvailable()``), then stopped;
 * if it started none, every streaming DataFrame it bound (or its last expression's value, if streaming) is run into a
-  memory table with ``Trigger.AvailableNow`` and its rows are returned.
+  memory table with ``Trigger.AvailableNow`` and its rows are returned (run again, at most twice, when Spark's Python
+  worker failed to connect back: see ``CONNECT_BACK_FAILURE``).
 
 The reply: ``{"ok": true, "queries": [{"name", "exception"}], "streams": {name: [row dicts]}}`` or
 ``{"ok": false, "error": traceback}``. Bytes in rows are decoded as UTF-8 (undecodable bytes backslash-escaped).
@@ -74,6 +75,30 @@ def _streams(namespace: dict[str, Any], before: dict[str, int], value: Any) -> d
     return found
 
 
+# Spark gives a Python worker a fixed 10 s to connect back; on an overloaded machine a query fails with this before it
+# reads anything (README, "Several queries in one driver"). A stream run into a memory table (no checkpoint of its
+# own) is then run again, at most this many times in all.
+CONNECT_BACK_FAILURE = "Python worker failed to connect back"
+CONNECT_BACK_ATTEMPTS = 3
+
+
+def _available_now(df: Any, table: str, timeout: float, known: set[str]) -> tuple[list[dict], str | None]:
+    """Run ``df`` into the memory table ``table`` with ``Trigger.AvailableNow``: its rows, or the error."""
+    query = df.writeStream.format("memory").queryName(table).trigger(availableNow=True).start()
+    known.add(query.runId)
+    try:
+        finished = query.awaitTermination(timeout)
+    except Exception as error:  # the query failed
+        return [], str(error)
+    finally:
+        query.stop()
+    if not finished:
+        return [], f"the AvailableNow run did not finish within {timeout} s"
+    if query.exception() is not None:
+        return [], str(query.exception())
+    return [_plain(row.asDict(recursive=True)) for row in df.sparkSession.table(table).collect()], None
+
+
 def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: float, known: set[str]) -> dict:
     """Run one block in ``namespace``, then its queries or streams (see the module docstring)."""
     before = {name: id(v) for name, v in namespace.items()}
@@ -106,21 +131,14 @@ def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: floa
     if queries:
         return reply
     for name, df in _streams(namespace, before, value).items():
-        table = f"readme_{len(known)}_{name.strip('_') or 'value'}"
-        query = df.writeStream.format("memory").queryName(table).trigger(availableNow=True).start()
-        known.add(query.runId)
-        try:
-            finished = query.awaitTermination(timeout)
-        except Exception as error:  # the query failed
+        for attempt in range(1, CONNECT_BACK_ATTEMPTS + 1):
+            rows, error = _available_now(df, f"readme_{len(known)}_{name.strip('_') or 'value'}", timeout, known)
+            if error is None or CONNECT_BACK_FAILURE not in error or attempt == CONNECT_BACK_ATTEMPTS:
+                break
+            print(f"{name}: {CONNECT_BACK_FAILURE} (attempt {attempt}); running it again", file=sys.stderr)
+        if error is not None:
             return {"ok": False, "error": f"{name}: {error}"}
-        finally:
-            query.stop()
-        if not finished:
-            return {"ok": False, "error": f"{name}: the AvailableNow run did not finish within {timeout} s"}
-        if query.exception() is not None:
-            return {"ok": False, "error": f"{name}: {query.exception()}"}
-        rows = df.sparkSession.table(table).collect()
-        reply["streams"][name] = [_plain(row.asDict(recursive=True)) for row in rows]
+        reply["streams"][name] = rows
     return reply
 
 
