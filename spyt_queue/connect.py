@@ -7,6 +7,8 @@ keeps positions by ``offsets.store`` (see :mod:`spyt_queue.stores.registry`).
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from spyt_queue.backend import QueueBackend
 from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
 from spyt_queue.deadletter import KAFKA_PREFIX as DEAD_LETTER_KAFKA_PREFIX
@@ -33,18 +35,18 @@ from spyt_queue.stores.registry import (
     is_native,
     open_store,
 )
-from spyt_queue.yt.client import check_proxy_reachable
-from spyt_queue.yt.options import (
-    YT_CONFIG_PREFIX,
-    YT_SOURCE_OPTIONS,
-    check_consumer_registered,
-    connection_from_options,
-    yt_backend_from_options,
-)
 
 #: Offset store options (``offsets.store`` is parsed by :mod:`spyt_queue.stores.registry`, the group here; the
 #: password has an option of its own, whose name Spark redacts, never a place in the URI that Spark prints).
 STORE_OPTIONS = (STORE_OPTION, "offsets.group", USER_OPTION, PASSWORD_OPTION)
+
+
+def _yt_options() -> ModuleType:
+    """:mod:`spyt_queue.yt.options`, imported on first use."""
+    # lazy: yt.wrapper and pandas (~1-2 s per Python worker) load only in processes that read YTsaurus
+    from spyt_queue.yt import options
+
+    return options
 
 
 def is_kafka(options: Options) -> bool:
@@ -69,16 +71,17 @@ def check_source_options(options: Options) -> None:
             )
         options.check_known((*known, *STORE_OPTIONS), "the Kafka source", prefixes=(KAFKA_PREFIX,), hints=hints)
         return
+    yt = _yt_options()
     kafka_only = (*KAFKA_SOURCE_OPTIONS, *TIMESTAMP_OPTIONS)
     hints = {
         name: "it is an option of the Kafka adapter, which is used when kafka.bootstrap.servers is set"
         for name in kafka_only
-        if name.lower() not in {known.lower() for known in YT_SOURCE_OPTIONS}
+        if name.lower() not in {known.lower() for known in yt.YT_SOURCE_OPTIONS}
     }
     _without_dead_letter_kafka(options).check_known(
-        (*YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS),
+        (*yt.YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS),
         "the YTsaurus queue source",
-        prefixes=(YT_CONFIG_PREFIX,),
+        prefixes=(yt.YT_CONFIG_PREFIX,),
         hints=hints,
     )
 
@@ -117,8 +120,7 @@ def check_reachable(options: Options) -> None:
     if is_kafka(options):
         check_brokers_reachable(kafka_config(options), timeout)
         return
-    connection = connection_from_options(options)
-    check_proxy_reachable(connection.proxy, connection.config, timeout)
+    _yt_options().reachable_connection(options)
     prepared_target(options)  # the dead-letter target exists (or is created with deadLetter.create=true)
 
 
@@ -135,7 +137,7 @@ def backend_for(options: Options, streaming: bool) -> QueueBackend:
         return kafka_backend_from_options(options)
     # A stream needs somewhere to commit: the consumer table, unless another store is named.
     needs_consumer = streaming and is_native(options.get_str(STORE_OPTION))
-    backend = yt_backend_from_options(options, streaming=needs_consumer)
+    backend = _yt_options().yt_backend_from_options(options, streaming=needs_consumer)
     target = dead_letter_target(options)  # validated here, checked on its server when the query connects
     if target is not None:
         backend.dead_letters = target.bind(f"yt:{backend.queue_path}", "source")
@@ -174,7 +176,7 @@ def store_for(options: Options, backend: QueueBackend) -> OffsetStore | None:
     if is_native(uri):
         store = backend.default_store()
         if store is not None and not is_kafka(options):
-            check_consumer_registered(backend)  # on the driver when the query starts, not inside a task
+            _yt_options().check_consumer_registered(backend)  # on the driver when the query starts, not inside a task
         return store
     assert uri is not None
     return open_store(uri, backend.source_id, group_for(options, backend), store_credentials(options))

@@ -20,8 +20,6 @@ from spyt_queue.errors import OptionError
 from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 from spyt_queue.options import Options
 from spyt_queue.redaction import shown
-from spyt_queue.yt.deadletter import YtDeadLetterTarget
-from spyt_queue.yt.options import connection_from_options, plain_cypress_path
 
 
 def dead_letter_target(options: Options) -> DeadLetterTarget | None:
@@ -45,6 +43,10 @@ def dead_letter_target(options: Options) -> DeadLetterTarget | None:
     if path:
         if kafka:
             raise OptionError(KAFKA_PREFIX + next(iter(kafka)), "applies to deadLetter.topic, not deadLetter.path")
+        # lazy: yt.wrapper and pandas (~1-2 s per Python worker) load only where a YT dead-letter table is named
+        from spyt_queue.yt.deadletter import YtDeadLetterTarget
+        from spyt_queue.yt.options import connection_from_options, plain_cypress_path
+
         path = plain_cypress_path(PATH_OPTION, path)
         raw = options.raw()
         proxy = options.get_str(PROXY_OPTION) or options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")

@@ -29,12 +29,10 @@ from spyt_queue.connect import (
     store_for,
 )
 from spyt_queue.errors import SpytQueueError
-from spyt_queue.kafka.sink import kafka_batch_writer, kafka_stream_writer
 from spyt_queue.options import Options
 from spyt_queue.settings import STORE_KINDS
 from spyt_queue.spark.batch_reader import QueueBatchReader
 from spyt_queue.spark.errors import one_line, user_errors
-from spyt_queue.spark.sink import yt_batch_writer, yt_stream_writer
 from spyt_queue.spark.stream_reader import QueueStreamReader
 
 log = logging.getLogger("spyt_queue.source")
@@ -188,6 +186,10 @@ class YtQueueDataSource(DataSource):
         return user_errors(lambda: self._stream_writer(schema, overwrite))
 
     def _stream_writer(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        # lazy: a sink's modules (yt.wrapper, pandas) load only in the processes that write, not in a reader's
+        from spyt_queue.kafka.sink import kafka_stream_writer
+        from spyt_queue.spark.sink import yt_stream_writer
+
         if is_kafka(self._options()):
             return kafka_stream_writer(self._options(), schema)
         return yt_stream_writer(self._options(), schema, overwrite)
@@ -197,6 +199,10 @@ class YtQueueDataSource(DataSource):
         return user_errors(lambda: self._writer(schema, overwrite))
 
     def _writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        # lazy: a sink's modules (yt.wrapper, pandas) load only in the processes that write, not in a reader's
+        from spyt_queue.kafka.sink import kafka_batch_writer
+        from spyt_queue.spark.sink import yt_batch_writer
+
         if is_kafka(self._options()):
             return kafka_batch_writer(self._options(), schema)
         return yt_batch_writer(self._options(), schema, overwrite)

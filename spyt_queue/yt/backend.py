@@ -87,7 +87,7 @@ class YtQueueBackend(QueueBackend):
         binary_strings: bool = False,
         pull_batch_rows: int = DEFAULT_PULL_BATCH_ROWS,
         empty_pull_retries: int = 10,
-        read_format: str = "auto",
+        read_format: str = "yson",
     ) -> None:
         self.connection = connection
         self.queue_path = queue_path

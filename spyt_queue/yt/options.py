@@ -118,7 +118,7 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
     include_service_columns = options.get_bool("include_service_columns", False)
     binary_strings = options.get_bool("binary_strings", False)
     pull_batch_rows = options.get_int("pull_batch_rows", DEFAULT_PULL_BATCH_ROWS) or DEFAULT_PULL_BATCH_ROWS
-    read_format = options.get_choice("read_format", "auto", READ_FORMATS)
+    read_format = options.get_choice("read_format", "yson", READ_FORMATS)
     connect_timeout(options)
     backend = YtQueueBackend(
         connection=connection_from_options(options),

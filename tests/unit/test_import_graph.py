@@ -184,3 +184,17 @@ def test_importing_every_module_loads_no_heavy_optional_dependency() -> None:
         imported.split()
     )
     assert heavy == "", f"loaded by a module-level import: {heavy}"
+
+
+def test_the_data_sources_load_no_ytsaurus_client_until_a_query_needs_it() -> None:
+    """Spark imports a data source's module in every Python worker it starts: ``yt.wrapper`` and pandas (1-2 s) load
+    only where YTsaurus is read or written (the technology dispatch in ``connect``, ``deadletter_targets`` and the
+    ``ytqueue`` source's writers imports them on first use), not for a Kafka source or a Kudu or HBase sink."""
+    code = (
+        "import sys, spyt_queue.spark.source, spyt_queue.sinks.kudu.source, spyt_queue.sinks.hbase.source\n"
+        "print(*sorted({'yt.wrapper', 'pandas', 'spyt_queue.yt.backend'} & set(sys.modules)))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert loaded == []
