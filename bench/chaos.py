@@ -3,6 +3,11 @@
 then every pipeline catches up and is compared with its source.
 
     .venv/bin/python bench/chaos.py [--kills 20] [--rows 1000000] [--seconds 600] [--pipelines a,b] [--seed N]
+                                    [--executor-kills N] [--worker-kills N]
+
+With ``--executor-kills`` or ``--worker-kills`` the drivers run on a Spark standalone cluster the run starts on
+127.0.0.1 (a master and two workers of one core, from the installed PySpark), and that many times an executor JVM
+with its Python workers, or a whole worker, is SIGKILLed while a batch is in flight (only processes of that cluster).
 
 Prints, per pipeline, ``pipeline=<name> kills=.. rows=.. lost=.. duplicated=.. committed_at_end=true|false``, per
 source server the acknowledged writes it lost, and the events applied. Exit status 1 when a guarantee did not hold.
@@ -28,11 +33,17 @@ from tests.chaos.harness import PIPELINES, ChaosConfig, missing_requirements, ru
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, run the chaos, print the summary; the exit status."""
     parser = argparse.ArgumentParser(prog="bench/chaos.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kills", type=int, default=20, help="chaos events in all (default 20)")
+    parser.add_argument("--kills", type=int, default=20, help="driver and server kills (default 20)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="ids written into each source (default 1M)")
     parser.add_argument("--seconds", type=float, default=600.0, help="how long writing --rows takes (default 600)")
     parser.add_argument(
         "--pipelines", default=",".join(PIPELINES), help=f"comma-separated, from {', '.join(PIPELINES)} (default all)"
+    )
+    parser.add_argument(
+        "--executor-kills", type=int, default=0, help="SIGKILLs of an executor mid-batch (runs on a standalone cluster)"
+    )
+    parser.add_argument(
+        "--worker-kills", type=int, default=0, help="SIGKILLs of a whole worker mid-batch, each restarted after"
     )
     parser.add_argument("--seed", type=int, default=None, help="random seed of the event order and pauses")
     parser.add_argument(
@@ -59,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     config = ChaosConfig(
         work_dir=work,
         kills=args.kills,
+        executor_kills=args.executor_kills,
+        worker_kills=args.worker_kills,
         rows=args.rows,
         seconds=args.seconds,
         pipelines=pipelines,

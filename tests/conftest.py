@@ -6,10 +6,12 @@ server; tests that need to restart or kill the server are skipped there, with th
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -74,17 +76,30 @@ def yt_root(yt, request: pytest.FixtureRequest) -> str:
             pass
 
 
+#: Environment of a test session run as the driver of another cluster (tests/cluster runs one so): the master URL,
+#: extra Spark settings as a JSON object, the application's name.
+SPARK_MASTER_ENV = "SPYT_TEST_SPARK_MASTER"
+SPARK_CONF_ENV = "SPYT_TEST_SPARK_CONF"
+SPARK_APP_NAME_ENV = "SPYT_TEST_SPARK_APP_NAME"
+#: ``bootstrap.servers`` of a running broker the session uses instead of starting its own.
+KAFKA_BOOTSTRAP_ENV = "SPYT_TEST_KAFKA_BOOTSTRAP"
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory):
-    """The one local SparkSession of the test session (``local[2]``)."""
+    """The one SparkSession of the test session: ``local[2]``, or the master in ``SPYT_TEST_SPARK_MASTER`` with the
+    settings in ``SPYT_TEST_SPARK_CONF`` (a JSON object)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    builder = SparkSession.builder
+    for key, value in json.loads(os.environ.get(SPARK_CONF_ENV) or "{}").items():
+        builder = builder.config(key, str(value))
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("spyt-queue-tests")
+        builder.master(os.environ.get(SPARK_MASTER_ENV) or "local[2]")
+        .appName(os.environ.get(SPARK_APP_NAME_ENV) or "spyt-queue-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.warehouse.dir", str(warehouse))
@@ -153,9 +168,28 @@ def kafka_broker():
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(kafka_broker) -> str:
-    """``bootstrap.servers`` of the session broker."""
-    return kafka_broker.bootstrap_servers
+def kafka_bootstrap(request: pytest.FixtureRequest) -> str:
+    """``bootstrap.servers`` of the session broker (``SPYT_TEST_KAFKA_BOOTSTRAP`` when set: a broker already running,
+    as when tests/cluster runs a session as a cluster's driver)."""
+    if os.environ.get(KAFKA_BOOTSTRAP_ENV):
+        return os.environ[KAFKA_BOOTSTRAP_ENV]
+    return request.getfixturevalue("kafka_broker").bootstrap_servers
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """A real Spark standalone cluster on loopback for the session: a master and two workers (1 core, 1 GiB each)
+    from the installed PySpark, executors running this interpreter. Tests run their drivers against it in
+    subprocesses (this process keeps its ``local[2]`` session); the chaos tests kill its executors and workers.
+
+    Skipped with the reason when Java or PySpark's launcher is missing; with ``SPYT_REQUIRE_SERVERS=1`` (set by CI)
+    that is a failure instead."""
+    from integration.spark_cluster import SparkStandaloneCluster, missing_requirements
+
+    python = os.environ.get("PYSPARK_PYTHON") or sys.executable
+    work_dir = tmp_path_factory.mktemp("spark-cluster")
+    cluster = partial(SparkStandaloneCluster, workers=2, cores=1, memory="1g", python=python, work_dir=work_dir)
+    yield from serve(cluster, missing_requirements())
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The streaming driver the chaos harness kills: ``python tests/chaos/driver.py SPEC.json``.
 
-It runs every query of the spec (written by :mod:`tests.chaos.harness`) in one SparkSession, started one after the
+It runs every query of the spec (written by :mod:`tests.chaos.harness`) in one SparkSession (``local[2]``, or a
+driver of the standalone cluster named by the spec's ``master``, with its ``spark_conf``), started one after the
 other, each once the previous one has reported progress (two queries of one Python data source started at the same
 moment can fail while Spark deserializes their tasks; see issue 13), with processing-time triggers, until it is
 killed. A query that fails (the YT server or the Kafka broker was killed under it) is restarted from its checkpoint
@@ -43,8 +44,11 @@ def main(argv: list[str]) -> int:
     spec = json.loads(open(argv[1]).read())
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    for key, value in spec.get("spark_conf", {}).items():  # a standalone cluster's driver settings
+        builder = builder.config(key, str(value))
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder.master(spec.get("master") or "local[2]")
         .appName("spyt-queue-chaos")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

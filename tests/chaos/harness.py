@@ -11,7 +11,15 @@ pipeline has committed a new batch and after a random pause, one of these happen
   (the YT consumer, the Kafka group, ZooKeeper);
 * ``yt-server``: the embedded YT server gets SIGKILL and is restarted on the same data directory and port (queries
   that fail under it are restarted by the driver from their checkpoints);
-* ``kafka-broker``: the broker's process group gets SIGKILL and it is restarted on its data and ports.
+* ``kafka-broker``: the broker's process group gets SIGKILL and it is restarted on its data and ports;
+* ``executor`` (with ``executor_kills``): the drivers run on a Spark standalone cluster on 127.0.0.1 (one master, two
+  workers of one core: :mod:`integration.spark_cluster`); once a batch is in flight (a query logged its offsets but
+  not its commit), one executor JVM (``CoarseGrainedExecutorBackend`` under one of that cluster's workers) and its
+  Python workers get SIGKILL: Spark retries the tasks on the other executor while the worker launches a new one (a
+  transactional batch refuses the retried task: the batch fails, its transaction is aborted, and the driver restarts
+  the query, which replays it);
+* ``worker`` (with ``worker_kills``): the same, but a whole worker (its JVM, executors and Python workers) gets
+  SIGKILL; it is started again after a pause.
 
 At the end the producer stops and the running queries catch up: ``committed_at_end`` says whether every store came to
 hold its source's end within ``drain_timeout_s``. Then the drivers are killed and each pipeline's target is compared
@@ -141,6 +149,14 @@ class ChaosConfig:
     #: Seconds the queries get to catch up with the source once the producer stopped.
     drain_timeout_s: float = 600.0
     max_query_restarts: int = 200
+    #: ``executor`` and ``worker`` events (besides the ``kills`` above); either makes the drivers run on a standalone
+    #: cluster: ``cluster`` when given (a started :class:`integration.spark_cluster.SparkStandaloneCluster`, kept
+    #: running), else one the run starts and stops.
+    executor_kills: int = 0
+    worker_kills: int = 0
+    cluster: Any = None
+    #: Seconds an ``executor``/``worker`` event waits for a batch in flight before it kills anyway.
+    mid_batch_wait_s: float = 60.0
     #: Queries per driver process. On a heavily loaded machine (load average 20+ on 2 cores) a Python streaming
     #: source started in a driver where another query already ran often failed to start (Spark gives its runner a
     #: fixed 10 s to connect back), so each pipeline gets its own driver by default; on a normally loaded machine all
@@ -201,6 +217,8 @@ class ChaosReport:
     events: list[str]
     query_restarts: int
     seconds: float
+    #: Executors the drivers reported lost (``Lost executor`` in their logs): at least one per executor/worker kill.
+    executors_lost: int = 0
 
     def lines(self) -> list[str]:
         """The printed summary, one line per pipeline and per server, then the run's totals."""
@@ -209,7 +227,8 @@ class ChaosReport:
         return [
             *(p.line() for p in self.pipelines),
             *(s.line() for s in self.servers),
-            f"events {summary} query_restarts={self.query_restarts} seconds={self.seconds:.0f}",
+            f"events {summary} query_restarts={self.query_restarts} executors_lost={self.executors_lost} "
+            f"seconds={self.seconds:.0f}",
         ]
 
     @property
@@ -234,11 +253,14 @@ def missing_requirements(pipelines: Iterable[str]) -> str | None:
     return None
 
 
-def event_plan(kills: int, with_kafka: bool, rng: random.Random) -> list[str]:
-    """``kills`` events: driver kills, YT server kills and broker restarts in turn (shuffled), with the second driver
-    kill (or the only one) deleting the checkpoints."""
+def event_plan(
+    kills: int, with_kafka: bool, rng: random.Random, executor_kills: int = 0, worker_kills: int = 0
+) -> list[str]:
+    """``kills`` events: driver kills, YT server kills and broker restarts in turn, plus ``executor_kills``
+    ``executor`` and ``worker_kills`` ``worker`` events, shuffled, with the second driver kill (or the only one)
+    deleting the checkpoints."""
     cycle = ["driver", "yt-server", "driver", "kafka-broker"] if with_kafka else ["driver", "yt-server"]
-    plan = [cycle[i % len(cycle)] for i in range(kills)]
+    plan = [cycle[i % len(cycle)] for i in range(kills)] + ["executor"] * executor_kills + ["worker"] * worker_kills
     rng.shuffle(plan)
     drivers = [i for i, kind in enumerate(plan) if kind == "driver"]
     if drivers:
@@ -252,12 +274,18 @@ def event_plan(kills: int, with_kafka: bool, rng: random.Random) -> list[str]:
 class Servers:
     """The harness's own servers: an embedded YT server, and a Kafka broker and a ZooKeeper when needed."""
 
-    def __init__(self, work_dir: Path, kafka: bool, zookeeper: bool) -> None:
+    def __init__(self, work_dir: Path, kafka: bool, zookeeper: bool, spark_cluster: bool = False) -> None:
         from spyt_queue.local import LocalYtServer
 
         self.yt = LocalYtServer(data_dir=work_dir / "yt")
         self.kafka = None
         self.zookeeper = None
+        #: A standalone Spark cluster of the run's own (started and stopped with the servers).
+        self.spark_cluster = None
+        if spark_cluster:
+            from integration.spark_cluster import SparkStandaloneCluster
+
+            self.spark_cluster = SparkStandaloneCluster(workers=2, cores=1, work_dir=work_dir / "spark-cluster")
         if kafka:
             from integration.java_server import free_ports
             from integration.kafka_broker import KafkaBroker
@@ -272,13 +300,13 @@ class Servers:
     def start(self) -> None:
         """Start every server (the YT server first)."""
         self.yt.start()
-        for server in (self.kafka, self.zookeeper):
+        for server in (self.kafka, self.zookeeper, self.spark_cluster):
             if server is not None:
                 server.start()
 
     def stop(self) -> None:
         """Stop every server; errors are ignored (the run is over)."""
-        for server in (self.zookeeper, self.kafka, self.yt):
+        for server in (self.spark_cluster, self.zookeeper, self.kafka, self.yt):
             if server is not None:
                 with contextlib.suppress(Exception):
                     server.stop()
@@ -517,6 +545,15 @@ def committed_batches(checkpoint: Path) -> int:
     return max(ids) + 1 if ids else 0
 
 
+def batch_in_flight(checkpoint: Path) -> bool:
+    """Whether Spark logged a batch's offsets in ``checkpoint`` but not (yet) its commit."""
+    try:
+        planned = [int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()]
+    except OSError:
+        return False
+    return bool(planned) and max(planned) >= committed_batches(checkpoint)
+
+
 # ---------------------------------------------------------------------------------------------------------- run
 
 
@@ -531,13 +568,20 @@ class ChaosRun:
         self.work.mkdir(parents=True, exist_ok=True)
         self.with_kafka = any(p.source == "kafka" for p in self.pipelines)
         self.with_zookeeper = any(p.store == "zookeeper" for p in self.pipelines)
-        self.servers = Servers(self.work, self.with_kafka, self.with_zookeeper)
+        self.on_cluster = config.cluster is not None or config.executor_kills > 0 or config.worker_kills > 0
+        own_cluster = self.on_cluster and config.cluster is None
+        self.servers = Servers(self.work, self.with_kafka, self.with_zookeeper, spark_cluster=own_cluster)
         self.topic = "chaos"
         self.events: list[str] = []
         per_driver = max(1, config.queries_per_driver)
         self.groups = [self.pipelines[i : i + per_driver] for i in range(0, len(self.pipelines), per_driver)]
         self.driver = Drivers(self.work, len(self.groups))
         self.started = time.monotonic()
+
+    @property
+    def cluster(self) -> Any:
+        """The standalone Spark cluster the drivers run on (None: ``local[2]``)."""
+        return self.config.cluster if self.config.cluster is not None else self.servers.spark_cluster
 
     def checkpoint(self, pipeline: Pipeline) -> Path:
         """The pipeline's checkpoint directory."""
@@ -627,12 +671,15 @@ class ChaosRun:
             )
         by_name = {query["name"]: query for query in queries}
         for driver, group in zip(self.driver.members, self.groups, strict=True):
-            spec = {
+            spec: dict[str, Any] = {
                 "queries": [by_name[p.name] for p in group],
                 "trigger_ms": self.config.trigger_ms,
                 "max_query_restarts": self.config.max_query_restarts,
                 "restart_pause_s": 1.0,
             }
+            if self.cluster is not None:
+                spec["master"] = self.cluster.master_url
+                spec["spark_conf"] = self.cluster.driver_conf()
             driver.spec_path.write_text(json.dumps(spec, indent=1))
 
     # ---------------------------------------------------------------------------------------------------- chaos
@@ -674,10 +721,30 @@ class ChaosRun:
             self.servers.kill_yt(pause)
         elif event == "kafka-broker":
             self.servers.kill_kafka(pause)
+        elif event == "executor":
+            self.cluster.wait_executors(self.cluster.worker_count, self.config.progress_timeout_s)
+            self.wait_mid_batch()
+            self.cluster.kill_executor()
+        elif event == "worker":
+            self.cluster.wait_executors(self.cluster.worker_count, self.config.progress_timeout_s)
+            self.wait_mid_batch()
+            index = self.rng.randrange(self.cluster.worker_count)
+            self.cluster.kill_worker(index)
+            time.sleep(pause)
+            self.cluster.restart_worker(index)
         else:
             raise ValueError(f"unknown chaos event {event!r}")
         self.events.append(event)
         self.config.log(f"[{time.monotonic() - self.started:6.0f}s] event {len(self.events)}: {event}")
+
+    def wait_mid_batch(self) -> None:
+        """Wait (at most ``mid_batch_wait_s``) until a batch is in flight: some query logged the batch's offsets but
+        not yet its commit (its tasks run or are about to)."""
+        deadline = time.monotonic() + self.config.mid_batch_wait_s
+        while time.monotonic() < deadline:
+            if any(batch_in_flight(self.checkpoint(p)) for p in self.pipelines):
+                return
+            time.sleep(0.05)
 
     def catch_up(self) -> dict[str, bool]:
         """Wait (at most ``drain_timeout_s``) until every pipeline's store holds its source's end, the running
@@ -703,7 +770,7 @@ class ChaosRun:
             self.setup()
             bootstrap = self.servers.kafka.bootstrap_servers if self.servers.kafka else None
             producer = Producer(self.servers.yt.proxy, bootstrap, self.topic, config.rows, config.seconds)
-            plan = event_plan(config.kills, self.with_kafka, self.rng)
+            plan = event_plan(config.kills, self.with_kafka, self.rng, config.executor_kills, config.worker_kills)
             chaos_over = threading.Event()
             producer.keep_going = lambda: not chaos_over.is_set()
             producer.start()
@@ -837,7 +904,9 @@ class ChaosRun:
             lost = sum(1 for i in producer.acked_kafka if sources["kafka"][i] == 0)
             servers.append(ServerResult("kafka", server_kills["kafka"], len(producer.acked_kafka), lost))
         restarts = self.driver.count("query-restart ")
-        return ChaosReport(results, servers, list(self.events), restarts, time.monotonic() - self.started)
+        lost_executors = self.driver.count("Lost executor ")
+        elapsed = time.monotonic() - self.started
+        return ChaosReport(results, servers, list(self.events), restarts, elapsed, lost_executors)
 
 
 def run_chaos(config: ChaosConfig) -> ChaosReport:

@@ -3,9 +3,10 @@ deleted the oldest commit files (Spark keeps ``spark.sql.streaming.minBatchesToR
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
-from tests.chaos.harness import committed_batches
+from tests.chaos.harness import batch_in_flight, committed_batches, event_plan
 
 
 def _commit(checkpoint: Path, *batch_ids: int) -> None:
@@ -37,3 +38,22 @@ def test_files_that_are_not_batch_commits_are_ignored(tmp_path: Path) -> None:
     (checkpoint / "commits" / ".2.crc").write_text("")
     (checkpoint / "commits" / "3.tmp").write_text("")
     assert committed_batches(checkpoint) == 3
+
+
+def test_a_batch_is_in_flight_between_its_offsets_and_its_commit(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "chk"
+    assert not batch_in_flight(checkpoint)
+    (checkpoint / "offsets").mkdir(parents=True)
+    for batch_id in (0, 1):
+        (checkpoint / "offsets" / str(batch_id)).write_text("v1")
+    _commit(checkpoint, 0)
+    assert batch_in_flight(checkpoint)  # batch 1 planned, not committed
+    _commit(checkpoint, 1)
+    assert not batch_in_flight(checkpoint)
+
+
+def test_executor_and_worker_events_join_the_plan() -> None:
+    plan = event_plan(4, True, random.Random(3), executor_kills=2, worker_kills=1)
+    assert sorted(plan) == sorted(
+        ["driver", "driver-fresh", "yt-server", "kafka-broker", "executor", "executor", "worker"]
+    )
