@@ -4,10 +4,13 @@
 * ``kafka``: the ytqueue Kafka adapter (``format("ytqueue")`` with ``kafka.bootstrap.servers``),
 * ``jvm``: Spark's JVM Kafka source (``format("kafka")``, ``spark-sql-kafka-0-10``),
 * ``yt-unpacked``, ``kafka-unpacked``: the first two with ``min_rows_per_task=0`` (one task per tablet/partition
-  instead of packing a small batch's ranges into shared tasks), for packing on vs off in the same run.
+  instead of packing a small batch's ranges into shared tasks), for packing on vs off in the same run,
+* ``yt-driver``, ``kafka-driver``: the first two with ``read_mode=driver`` (the batch read by the driver's Python
+  runner, no Python task on executors), for the low-latency mode beside the default one and the JVM source.
 
     .venv/bin/python bench/bench_latency.py [--rates 1000,10000] [--seconds 30] [--warmup 8]
-        [--partitions 4] [--paths yt,yt-unpacked,kafka,kafka-unpacked,jvm] [--profile-batches 20]
+        [--partitions 4] [--paths yt,yt-driver,yt-unpacked,kafka,kafka-driver,kafka-unpacked,jvm]
+        [--profile-batches 20]
 
 A producer thread writes rows carrying their insert wall-clock time (ms, taken just before ``insert_rows`` /
 ``produce``) at a steady rate; the query's sink is a ``foreachBatch`` that collects the batch and records
@@ -46,8 +49,11 @@ PATHS = {
     "jvm": "Spark JVM Kafka",
     "yt-unpacked": "ytqueue, YT, 1 task/tablet",
     "kafka-unpacked": "ytqueue, Kafka, 1 task/part",
+    "yt-driver": "ytqueue, YT, driver read",
+    "kafka-driver": "ytqueue, Kafka, driver read",
 }
-UNPACKED = {"min_rows_per_task": "0"}  # the reader options of the ``-unpacked`` paths
+#: The reader options of the paths named ``<backend>-<suffix>``.
+PATH_OPTIONS = {"unpacked": {"min_rows_per_task": "0"}, "driver": {"read_mode": "driver"}}
 DURATIONS = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets", "triggerExecution")
 
 
@@ -341,8 +347,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4, help="tablets / topic partitions (default 4)")
     parser.add_argument(
         "--paths",
-        default="yt,yt-unpacked,kafka,kafka-unpacked,jvm",
-        help="which paths (default yt,yt-unpacked,kafka,kafka-unpacked,jvm)",
+        default="yt,yt-driver,yt-unpacked,kafka,kafka-driver,kafka-unpacked,jvm",
+        help="which paths (default yt,yt-driver,yt-unpacked,kafka,kafka-driver,kafka-unpacked,jvm)",
     )
     parser.add_argument("--profile-batches", type=int, default=20, help="driver profile batches (0: skip)")
     parser.add_argument("--profile-only", action="store_true", help="only the driver profile (no Spark queries)")
@@ -393,12 +399,19 @@ def main() -> None:
                         for path in paths:
                             name = f"{path}-{rate}-{uuid.uuid4().hex[:6]}"
                             source: Any
-                            options = UNPACKED if path.endswith("-unpacked") else None
+                            options = PATH_OPTIONS.get(path.partition("-")[2])
                             if path.startswith("yt"):
                                 source = YtPath(proxy, root, args.partitions, name, options)
                             else:
                                 source = KafkaPath(bootstrap, args.partitions, name, jvm=path == "jvm", options=options)
-                            results[(path, rate)] = measure(spark, source, rate, args, PATHS[path], work)
+                            for attempt in range(3):  # an overloaded machine: Spark's 10 s runner start-up limit
+                                try:
+                                    results[(path, rate)] = measure(spark, source, rate, args, PATHS[path], work)
+                                    break
+                                except RuntimeError as error:
+                                    if "failed to connect back" not in str(error) or attempt == 2:
+                                        raise
+                                    print(f"  [{PATHS[path]} @ {rate}/s] {error}; starting it again", flush=True)
                             r = results[(path, rate)]
                             print(f"  [{PATHS[path]} @ {rate}/s] p50 {r['p50']:.0f}, p99 {r['p99']:.0f} ms", flush=True)
                 finally:
@@ -423,7 +436,7 @@ def main() -> None:
             print(f"  ({r['produced'] - r['rows']:,} measured rows had not arrived when the drain wait ended)")
     for rate in rates:
         jvm = results.get(("jvm", rate))
-        for path in ("yt", "kafka"):
+        for path in ("yt", "yt-driver", "kafka", "kafka-driver"):
             ours = results.get((path, rate))
             if jvm and ours and jvm["p50"] > 0:
                 print(
@@ -439,6 +452,16 @@ def main() -> None:
                     f"{PATHS[path]} at {rate}/s, packing on vs off: addBatch {add_on:.0f} vs {add_off:.0f} ms "
                     f"({(add_on - add_off) / max(1.0, add_off):+.0%}), p50 {packed['p50']:.0f} vs "
                     f"{unpacked['p50']:.0f} ms ({(packed['p50'] - unpacked['p50']) / max(1.0, unpacked['p50']):+.0%})"
+                )
+    for rate in rates:
+        for path in ("yt", "kafka"):
+            default, driver = results.get((path, rate)), results.get((f"{path}-driver", rate))
+            if default and driver:
+                print(
+                    f"{PATHS[path]} at {rate}/s, read_mode driver vs executors: addBatch "
+                    f"{driver['durations']['addBatch']:.0f} vs {default['durations']['addBatch']:.0f} ms, p50 "
+                    f"{driver['p50']:.0f} vs {default['p50']:.0f} ms, "
+                    f"p99 {driver['p99']:.0f} vs {default['p99']:.0f} ms"
                 )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 

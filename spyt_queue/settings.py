@@ -17,6 +17,10 @@ STORE_KINDS = ("consumer", "group", "store")  # startingOffsets resuming from th
 #: ``min_rows_per_task``: ranges shorter than this share tasks (see :func:`spyt_queue.spark.partitions.pack_ranges`).
 #: About the rows a task reads in the time Spark spends setting up one Python task (measured by bench/bench_packing.py).
 DEFAULT_MIN_ROWS_PER_TASK = 20_000
+#: ``read_mode``: where a streaming query reads its rows. ``executors``: one Python task per input partition (Spark's
+#: ``DataSourceStreamReader`` path); ``driver``: the driver's Python runner reads each batch itself and Spark hands it
+#: to the executors from its block manager (``SimpleDataSourceStreamReader``), no Python task on executors.
+READ_MODES = ("executors", "driver")
 
 PositionsParser = Callable[[str, Any], dict[str, int]]
 
@@ -40,6 +44,7 @@ READER_OPTIONS = (
     "min_tasks",
     "min_rows_per_task",
     "minRowsPerTask",
+    "read_mode",
 )
 #: Kafka's ``startingTimestamp`` family, read when ``ReaderSettings.parse`` gets a ``timestamps`` parser.
 TIMESTAMP_OPTIONS = (
@@ -134,6 +139,7 @@ class ReaderSettings:
     max_rows_per_task: int | None = None
     min_tasks: int | None = None
     min_rows_per_task: int = DEFAULT_MIN_ROWS_PER_TASK
+    read_mode: str = "executors"
 
     @classmethod
     def parse(
@@ -194,6 +200,7 @@ class ReaderSettings:
                 "min_rows_per_task", DEFAULT_MIN_ROWS_PER_TASK, "minRowsPerTask", minimum=0
             )
             or 0,
+            read_mode=options.get_choice("read_mode", "executors", READ_MODES),
         )
 
 

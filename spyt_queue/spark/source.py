@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
+from pyspark.errors import PySparkNotImplementedError
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -15,6 +16,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
+    SimpleDataSourceStreamReader,
 )
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
@@ -32,6 +34,7 @@ from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.settings import STORE_KINDS
 from spyt_queue.spark.batch_reader import QueueBatchReader
+from spyt_queue.spark.driver_reader import DriverStreamReader
 from spyt_queue.spark.errors import one_line, user_errors
 from spyt_queue.spark.stream_reader import QueueStreamReader
 
@@ -155,10 +158,11 @@ class YtQueueDataSource(DataSource):
         return backend.schema()
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        """A micro-batch reader committing to the consumer after the sink.
+        """A micro-batch reader committing to the consumer after the sink, reading on executors.
 
-        Errors are raised from the reader's first call (:class:`RejectedStreamReader`), so ``query.exception()``
-        says them in one line."""
+        With ``read_mode=driver`` this raises ``PySparkNotImplementedError``, PySpark's signal to use
+        :meth:`simpleStreamReader` instead. Errors are raised from the reader's first call
+        (:class:`RejectedStreamReader`, in either mode), so ``query.exception()`` says them in one line."""
         options = self._options()
         try:
             check_source_options(options)
@@ -167,7 +171,31 @@ class YtQueueDataSource(DataSource):
             store = require_store(store_for(options, backend))
         except SpytQueueError as error:
             return RejectedStreamReader(error)
-        return QueueStreamReader(backend, settings, store)
+        reader = QueueStreamReader(backend, settings, store)
+        if settings.read_mode == "driver":
+            # PySpark takes the simple-reader path (driver-side reads) only when streamReader() raises this; the
+            # reader built here is handed to simpleStreamReader(), which Spark calls next on this same instance.
+            self._driver_planner = reader
+            raise PySparkNotImplementedError(
+                errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader (read_mode=driver)"}
+            )
+        return reader
+
+    def simpleStreamReader(self, schema: StructType) -> SimpleDataSourceStreamReader:
+        """``read_mode=driver``: the same reader, its batches read by the driver's Python runner
+        (:class:`~spyt_queue.spark.driver_reader.DriverStreamReader`)."""
+        planner = self.__dict__.pop("_driver_planner", None)  # not pickled along with the source
+        if planner is None:
+            try:
+                built = self.streamReader(schema)
+            except PySparkNotImplementedError:
+                built = self.__dict__.pop("_driver_planner")
+            if not isinstance(built, QueueStreamReader):
+                raise PySparkNotImplementedError(
+                    errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "simpleStreamReader"}
+                )
+            planner = built
+        return DriverStreamReader(planner)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""

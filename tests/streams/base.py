@@ -13,19 +13,27 @@ added partitions and a second query on the same store behave the same on every b
 from __future__ import annotations
 
 import json
+import math
 import time
+import uuid
 from abc import ABC, abstractmethod
 from typing import Any
 
 import pytest
+
+#: The source's ``read_mode`` values every scenario runs with (a backend's ``log`` fixture is parametrised by them).
+READ_MODES = ("executors", "driver")
 
 
 class StreamLog(ABC):
     """One fresh log with two partitions, a query reading it into a sink, and the query's offset store.
 
     Every query a scenario starts reads with the same store and, unless told otherwise, resumes from it
-    (``startingOffsets`` at the backend's default where that is the store, else its own name for the store).
+    (``startingOffsets`` at the backend's default where that is the store, else its own name for the store), and
+    with the log's :attr:`read_mode`.
     """
+
+    read_mode: str = "executors"
 
     @abstractmethod
     def produce(self, count: int, partition: int | None = None) -> list[int]:
@@ -91,6 +99,44 @@ def offsets(progress: dict[str, Any], which: str) -> dict[str, int]:
     return (json.loads(raw) if raw else {}).get("partitions", {})
 
 
+def scan_bytes_sent_to_python(query: Any) -> int:
+    """Bytes the last batch's scan sent to Python tasks (input partitions), from Spark's ``pythonDataSent`` metric.
+
+    Spark keeps one such metric per Python data source for every query of the session, so the value also counts
+    earlier queries' scans; a query that ran no Python read task leaves it as it was (or at 0).
+    """
+    found = []
+
+    def walk(node: Any) -> None:
+        if node.nodeName() == "MicroBatchScan" and node.metrics().contains("pythonDataSent"):
+            found.append(node.metrics().apply("pythonDataSent").value())
+        children = node.children().iterator()
+        while children.hasNext():
+            walk(children.next())
+
+    walk(query._jsq.streamingQuery().lastExecution().executedPlan())
+    assert found, "no MicroBatchScan with a pythonDataSent metric in the last batch's plan"
+    return sum(found)
+
+
+def run_to_memory(df: Any, name: str, checkpoint: str, timeout: float = 180) -> Any:
+    """Run ``df`` (AvailableNow) into the memory table ``name`` (a sink with no Python task); return the query."""
+    query = (
+        df.writeStream.format("memory")
+        .queryName(name)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(timeout)
+    if query.isActive:
+        query.stop()
+        raise AssertionError(f"query {name} did not finish in time")
+    if query.exception() is not None:
+        raise query.exception()
+    return query
+
+
 class StreamScenarios:
     """The shared scenarios. A subclass named ``Test...`` provides the ``log`` fixture (a fresh :class:`StreamLog`)."""
 
@@ -99,19 +145,21 @@ class StreamScenarios:
         raise NotImplementedError("a backend's subclass provides the log fixture")
 
     def test_once_reads_everything_then_available_now_caps_every_batch(self, spark, log: StreamLog) -> None:
-        """Trigger.Once reads all in one batch despite a cap; AvailableNow restarted from the checkpoint resumes
-        exactly where it stopped, keeps every batch within ``max_rows_per_partition`` and commits its final batch."""
+        """Trigger.Once reads all in one batch despite a cap (one capped batch when read on the driver, where Spark
+        passes no read limit); AvailableNow restarted from the checkpoint resumes exactly where it stopped, keeps
+        every batch within ``max_rows_per_partition`` and commits its final batch."""
         first = log.produce(40)
         query = log.run(spark, available_now=False, max_rows_per_partition=5)
-        assert [p["numInputRows"] for p in batches(query)] == [40]
+        once = 40 if log.read_mode == "executors" else 10
+        assert [p["numInputRows"] for p in batches(query)] == [once]
         second = log.produce(40)
         query = log.run(spark, max_rows_per_partition=8)
         read = batches(query)
-        assert len(read) == 3  # 20 rows per partition, at most 8 per batch
+        assert len(read) == math.ceil((80 - once) / 2 / 8)  # rows left per partition, at most 8 per batch
         for progress in read:
             start, end = offsets(progress, "startOffset"), offsets(progress, "endOffset")
             assert all(stop - start.get(key, 0) <= 8 for key, stop in end.items()), progress
-        assert sum(p["numInputRows"] for p in read) == 40
+        assert sum(p["numInputRows"] for p in read) == 80 - once
         assert log.sink_ids() == first + second
         assert log.committed() == log.ends() == {0: 40, 1: 40}
 
@@ -193,3 +241,19 @@ class StreamScenarios:
             assert log.sink_ids() == ids
         finally:
             query.stop()
+
+    def test_driver_reads_run_no_python_task_on_executors(self, spark, log: StreamLog, tmp_path) -> None:
+        """``read_mode=executors`` reads in Python tasks (their scan sends input partitions to Python workers);
+        ``read_mode=driver`` sends none: the batch comes from the driver's runner through Spark's block manager."""
+        log.produce(20)
+        table = f"read_mode_{uuid.uuid4().hex[:8]}"
+        first = run_to_memory(log.stream(spark, read_mode="executors"), f"{table}_e", str(tmp_path / "cp-e"))
+        sent = scan_bytes_sent_to_python(first)
+        assert sent > 0
+        assert spark.table(f"{table}_e").count() == 20
+        if log.read_mode == "driver":
+            log.produce(20)
+            second = run_to_memory(log.stream(spark), f"{table}_d", str(tmp_path / "cp-d"))
+            assert batches(second) and scan_bytes_sent_to_python(second) in (0, sent)
+            assert spark.table(f"{table}_d").count() == 20
+            assert log.committed() == log.ends()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.kafka.helpers import FILES_SCHEMA, Topic, run_to_files, start_to_files
-from tests.streams.base import StreamLog, StreamScenarios
+from tests.streams.base import READ_MODES, StreamLog, StreamScenarios
 
 pytestmark = pytest.mark.spark
 
@@ -22,8 +22,9 @@ class KafkaTopicLog(StreamLog):
     batch 0 for one it already wrote and skip it.
     """
 
-    def __init__(self, spark: Any, topic: Topic, checkpoint: str, workdir: Path) -> None:
+    def __init__(self, spark: Any, topic: Topic, checkpoint: str, workdir: Path, read_mode: str = "executors") -> None:
         self.spark, self.topic, self.checkpoint, self.workdir = spark, topic, checkpoint, workdir
+        self.read_mode = read_mode
         self.outputs = [str(workdir / "out-0")]
 
     def produce(self, count: int, partition: int | None = None) -> list[int]:
@@ -42,7 +43,8 @@ class KafkaTopicLog(StreamLog):
         return f"partition {partition} of topic {self.topic.name}"
 
     def stream(self, spark: Any, **options: Any) -> Any:
-        return self.topic.stream(spark, **{"startingOffsets": "group", **options})  # Kafka's name for the store
+        # "group" is Kafka's name for the store
+        return self.topic.stream(spark, **{"startingOffsets": "group", "read_mode": self.read_mode, **options})
 
     def start(self, spark: Any, trigger: dict[str, Any], **options: Any) -> Any:
         return start_to_files(self.stream(spark, **options), self.checkpoint, self.outputs[-1], trigger)
@@ -67,12 +69,12 @@ class KafkaTopicLog(StreamLog):
         self.outputs.append(str(self.workdir / f"out-{len(self.outputs)}"))
 
     def sibling(self, checkpoint: str) -> StreamLog:
-        return KafkaTopicLog(self.spark, self.topic, checkpoint, Path(f"{checkpoint}-files"))
+        return KafkaTopicLog(self.spark, self.topic, checkpoint, Path(f"{checkpoint}-files"), self.read_mode)
 
 
 class TestKafkaTopicStream(StreamScenarios):
-    """Every shared scenario on a two-partition topic with a consumer group."""
+    """Every shared scenario on a two-partition topic with a consumer group, read on executors and on the driver."""
 
-    @pytest.fixture
-    def log(self, spark, kafka_bootstrap, checkpoint, tmp_path) -> StreamLog:
-        return KafkaTopicLog(spark, Topic(kafka_bootstrap, checkpoint), checkpoint, tmp_path)
+    @pytest.fixture(params=READ_MODES)
+    def log(self, request, spark, kafka_bootstrap, checkpoint, tmp_path) -> StreamLog:
+        return KafkaTopicLog(spark, Topic(kafka_bootstrap, checkpoint), checkpoint, tmp_path, request.param)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.spark.helpers import Pipeline, make_pipeline
-from tests.streams.base import StreamLog, StreamScenarios
+from tests.streams.base import READ_MODES, StreamLog, StreamScenarios
 
 pytestmark = pytest.mark.spark
 
@@ -16,8 +16,9 @@ pytestmark = pytest.mark.spark
 class YtQueueLog(StreamLog):
     """A :class:`~tests.spark.helpers.Pipeline` (queue, consumer, output table, checkpoint) as a :class:`StreamLog`."""
 
-    def __init__(self, pipe: Pipeline) -> None:
+    def __init__(self, pipe: Pipeline, read_mode: str = "executors") -> None:
         self.pipe = pipe
+        self.read_mode = read_mode
 
     def produce(self, count: int, partition: int | None = None) -> list[int]:
         return self.pipe.produce(count, tablet=partition)
@@ -38,13 +39,13 @@ class YtQueueLog(StreamLog):
         return f"tablet {partition}"
 
     def stream(self, spark: Any, **options: Any) -> Any:
-        return self.pipe.reader(spark, **options)
+        return self.pipe.reader(spark, **{"read_mode": self.read_mode, **options})
 
     def start(self, spark: Any, trigger: dict[str, Any], **options: Any) -> Any:
-        return self.pipe.start(spark, trigger, **options)
+        return self.pipe.start(spark, trigger, **{"read_mode": self.read_mode, **options})
 
     def run(self, spark: Any, available_now: bool = True, **options: Any) -> Any:
-        return self.pipe.run(spark, available_now=available_now, **options)
+        return self.pipe.run(spark, available_now=available_now, **{"read_mode": self.read_mode, **options})
 
     def sink_ids(self) -> list[int]:
         return self.pipe.output_ids()
@@ -60,12 +61,13 @@ class YtQueueLog(StreamLog):
 
     def sibling(self, checkpoint: str) -> StreamLog:
         pipe = self.pipe
-        return YtQueueLog(Pipeline(pipe.yt, pipe.proxy, pipe.queue, pipe.consumer, pipe.output, checkpoint))
+        sibling = Pipeline(pipe.yt, pipe.proxy, pipe.queue, pipe.consumer, pipe.output, checkpoint)
+        return YtQueueLog(sibling, self.read_mode)
 
 
 class TestYtQueueStream(StreamScenarios):
-    """Every shared scenario on a two-tablet YT queue with a consumer."""
+    """Every shared scenario on a two-tablet YT queue with a consumer, read on executors and on the driver."""
 
-    @pytest.fixture
-    def log(self, yt, yt_proxy, yt_root, checkpoint) -> StreamLog:
-        return YtQueueLog(make_pipeline(yt, yt_proxy, yt_root, checkpoint))
+    @pytest.fixture(params=READ_MODES)
+    def log(self, request, yt, yt_proxy, yt_root, checkpoint) -> StreamLog:
+        return YtQueueLog(make_pipeline(yt, yt_proxy, yt_root, checkpoint), request.param)

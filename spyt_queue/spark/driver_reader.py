@@ -1,0 +1,66 @@
+"""``read_mode=driver``: the stream read by the driver's Python runner, with no Python task on executors.
+
+Spark's simple-reader path (``SimpleDataSourceStreamReader``, SPARK-47793): the runner calls :meth:`read` inside
+``latestOffset``, sends the rows to the JVM, which keeps them in its block manager until the batch is committed;
+executor tasks read that block. A batch then costs no Python task set-up, which is most of a small batch's latency.
+
+All planning and committing is :class:`~spyt_queue.spark.stream_reader.QueueStreamReader`'s: the same offsets
+(writer token, ``batch_start`` of batch 0, baseline), caps, ``minOffsetsPerTrigger``, AvailableNow target, data-loss
+policy and delayed commit after the sink. This class only reads the planned ranges where it runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import SimpleDataSourceStreamReader
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+from spyt_queue.spark.stream_reader import QueueStreamReader
+
+
+class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableNow):
+    """A :class:`QueueStreamReader` whose batches are read in the driver's runner (``read_mode=driver``).
+
+    Spark passes no read limit on this path, so every batch is planned with the reader's own default limit
+    (``maxOffsetsPerTrigger``, ``max_rows_per_partition``, ``minOffsetsPerTrigger``): the caps hold for every
+    trigger, Trigger.Once included (it reads one capped batch; AvailableNow reads everything in capped batches).
+    """
+
+    def __init__(self, planner: QueueStreamReader) -> None:
+        self.planner = planner
+
+    def initialOffset(self) -> dict[str, Any]:
+        """:meth:`QueueStreamReader.initialOffset`."""
+        return self.planner.initialOffset()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """:meth:`QueueStreamReader.prepareForTriggerAvailableNow`: freeze the AvailableNow target."""
+        self.planner.prepareForTriggerAvailableNow()
+
+    def read(self, start: dict[str, Any]) -> tuple[Iterator[pa.RecordBatch], dict[str, Any]]:
+        """Commit ``start``, plan the next batch after it and read its rows here; ``start`` again when there is none.
+
+        Returns an iterator over a list (Spark copies it to resend the batch) and the batch's end offset.
+        """
+        end = self.planner.latestOffset(start, self.planner.getDefaultReadLimit())
+        if end is start or end == start:
+            return iter(()), start
+        return iter(self._batches(start, end)), end
+
+    def readBetweenOffsets(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        """Re-read a batch of the offset log after a restart (exactly its ranges, batch 0 from its ``batch_start``)."""
+        return iter(self._batches(start, end))
+
+    def _batches(self, start: dict[str, Any], end: dict[str, Any]) -> list[pa.RecordBatch]:
+        return [batch for partition in self.planner.partitions(start, end) for batch in self.planner.read(partition)]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark's delayed commit: :meth:`QueueStreamReader.commit`."""
+        self.planner.commit(end)
+
+    def stop(self) -> None:
+        """Ends the planner's commit thread (Spark does not call this on the simple path; nothing depends on it)."""
+        self.planner.stop()
