@@ -107,8 +107,9 @@ class SparkConnectServer(JavaServer):
 
     ``master``: the server's Spark master (default ``local[2]``). ``python``: its ``PYSPARK_PYTHON`` and
     ``PYSPARK_DRIVER_PYTHON`` (default this interpreter). ``heap``: the driver's memory. ``config``: extra or
-    overriding Spark settings (``DEFAULT_CONFIG``). ``log_level``: the server log's level (default WARN; the log
-    is ``work_dir/connect-server.log``).
+    overriding Spark settings (``DEFAULT_CONFIG``). ``env``: environment variables of the server (and so of its
+    Python workers) to set, or with None to remove from what this process has. ``log_level``: the server log's level
+    (default WARN; the log is ``work_dir/connect-server.log``).
     """
 
     NAME = "Spark Connect server"
@@ -134,6 +135,7 @@ class SparkConnectServer(JavaServer):
         port: int | None = None,
         master: str = "local[2]",
         python: str | None = None,
+        env: Mapping[str, str | None] | None = None,
         **options: Unpack[ServerOptions],
     ) -> None:
         options.setdefault("log_level", "WARN")
@@ -141,6 +143,7 @@ class SparkConnectServer(JavaServer):
         super().__init__({"port": port}, **options)
         self.master = master
         self.python = python or sys.executable
+        self.env = dict(env or {})
 
     @property
     def url(self) -> str:
@@ -160,8 +163,7 @@ class SparkConnectServer(JavaServer):
             return "no Java 17+ found (JAVA_HOME or PATH): Spark needs it"
         if spark_home() is None:
             return (
-                "the installed PySpark has no Spark Connect server "
-                "(sbin/start-connect-server.sh, jars/spark-connect_*)"
+                "the installed PySpark has no Spark Connect server (sbin/start-connect-server.sh, jars/spark-connect_*)"
             )
         return client_requirements()
 
@@ -175,7 +177,9 @@ class SparkConnectServer(JavaServer):
         assert self.work_dir is not None and self.java is not None
         home = spark_home()
         assert home is not None
+        unset = [arg for key, value in self.env.items() if value is None for arg in ("-u", key)]
         env = {
+            **{key: value for key, value in self.env.items() if value is not None},
             "SPARK_HOME": str(home),
             "SPARK_CONF_DIR": str(self.work_dir / "conf"),  # our log4j2.properties, no spark-defaults.conf
             "SPARK_LOG_DIR": str(self.work_dir),
@@ -199,7 +203,7 @@ class SparkConnectServer(JavaServer):
         confs = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
         launcher = str(home / "sbin" / "start-connect-server.sh")
         args = ["--wait", "--master", self.master, "--driver-memory", self.heap, *confs]
-        return ["env", *(f"{key}={value}" for key, value in env.items()), launcher, *args]
+        return ["env", *unset, *(f"{key}={value}" for key, value in env.items()), launcher, *args]
 
     def _readiness_probe(self) -> Callable[[float], str | None]:
         """Ready once a Connect client gets the Spark version back (the gRPC service starts after the session)."""

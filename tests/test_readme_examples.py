@@ -92,6 +92,14 @@ NOT_RUN = {
     ),
     ("Reliability: the chaos suite", "bash"): "the long chaos run takes an hour; tests/chaos/ runs the short one",
     ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
+    ("Spark Connect", "bash"): (
+        "starts a Spark Connect server: tests/connect/conftest.py starts one per session with the same launcher "
+        "(integration/spark_connect.py: start-connect-server.sh --wait, PYSPARK_PYTHON = the venv's Python)"
+    ),
+    ("Spark Connect", "python"): (
+        "a Connect client would turn the reader's Python process into one for the blocks after it: "
+        "tests/connect/test_connect.py::test_readme_recipe runs this block against the session's Connect server"
+    ),
 }
 # Lines of the "Command line" summary that no block runs, with the reason.
 SUMMARY_LINES_NOT_RUN = {

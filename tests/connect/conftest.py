@@ -29,7 +29,9 @@ def connect_server() -> Iterator[Any]:
     """
     from integration.spark_connect import SparkConnectServer, missing_requirements
 
-    yield from serve(lambda: SparkConnectServer(start_timeout=300), missing_requirements())
+    # without this process's YT_PROXY: test_client_environment_is_not_the_servers shows the client's is not used
+    server = lambda: SparkConnectServer(env={"YT_PROXY": None}, start_timeout=300)  # noqa: E731
+    yield from serve(server, missing_requirements())
 
 
 @pytest.fixture(scope="session")

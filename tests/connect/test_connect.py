@@ -7,13 +7,15 @@ option value (addresses, paths, the checkpoint) is read by the server and its ex
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from spyt_queue.lag import lag_from_progress
 from spyt_queue.spark.source import YtQueueDataSource
-from spyt_queue.yt.admin import column, create_queue, create_sorted_table
+from spyt_queue.yt.admin import column, create_consumer, create_queue, create_sorted_table
 from tests.kafka.helpers import Topic, ids_in, run_to_files
 from tests.spark.helpers import Pipeline
 from tests.user_errors import first_line, query_failure
@@ -54,7 +56,7 @@ def run_to_sorted_table(spark: Any, pipe: Pipeline, target: str) -> Any:
 def test_yt_queue_to_yt_table_exactly_once_with_available_now(connect_spark, pipe) -> None:
     """A stream started from the client runs on the server: batches capped per tablet, progress readable from the
     client, the consumer advanced to the end; a replayed batch (its commit purged) and a restart from the checkpoint
-    leave every row exactly once in the target."""
+    (started from another client thread) leave every row exactly once in the target."""
     target = f"{pipe.queue}_by_source"
     create_sorted_table(pipe.yt, target, SORTED_BY_SOURCE)
     pipe.produce(40)  # 20 per tablet: two batches of 10 per tablet
@@ -69,7 +71,9 @@ def test_yt_queue_to_yt_table_exactly_once_with_available_now(connect_spark, pip
     replayed = pipe.purge_last_commit()
     assert replayed >= 1
     pipe.produce(10)
-    run_to_sorted_table(connect_spark, pipe, target)
+    # from another client thread: a classic session finds no Python sink there (README, "Several queries")
+    restart = ThreadPoolExecutor(1).submit(run_to_sorted_table, connect_spark, pipe, target)
+    restart.result(300)
     ids = sorted(r["id"] for r in pipe.yt.select_rows(f"id from [{target}]"))
     assert ids == list(range(50))
     assert pipe.consumer_offsets() == pipe.ends() == {0: 25, 1: 25}
@@ -187,3 +191,83 @@ def test_stream_only_option_error_names_the_option(connect_spark, pipe) -> None:
     assert line.endswith(
         "OptionError: Invalid option 'endingOffsets': only batch queries (spark.read) take an ending position"
     ), line
+
+
+def test_foreach_batch_runs_in_a_python_process_of_the_server(connect_spark, pipe) -> None:
+    """``foreachBatch``'s function is pickled and run by the server in a Python process of its own: it writes with
+    spyt-queue's sink from there, and what it changes in its closure never reaches the client."""
+    target = f"{pipe.queue}_from_batches"
+    create_queue(pipe.yt, target, [column("id", "int64"), column("batch", "int64"), column("pid", "int64")])
+    pipe.produce(8)
+    seen: list[int] = []
+    proxy = pipe.proxy
+
+    def write_batch(batch: Any, batch_id: int) -> None:
+        import os
+
+        from pyspark.sql.functions import lit
+
+        seen.append(batch_id)  # changes the server-side copy of the list only
+        (
+            batch.select("id", lit(batch_id).alias("batch"), lit(os.getpid()).alias("pid"))
+            .write.format("ytqueue")
+            .option("proxy", proxy)
+            .option("path", target)
+            .mode("append")
+            .save()
+        )
+
+    query = (
+        pipe.reader(connect_spark)
+        .writeStream.foreachBatch(write_batch)
+        .option("checkpointLocation", pipe.checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None, query.exception()
+    rows = list(pipe.yt.select_rows(f"id, batch, pid from [{target}]"))
+    assert sorted(r["id"] for r in rows) == list(range(8))
+    assert {r["pid"] for r in rows} and os.getpid() not in {r["pid"] for r in rows}
+    assert seen == []
+
+
+def test_client_environment_is_not_the_servers(connect_spark, pipe, monkeypatch) -> None:
+    """``YT_PROXY`` set in the client's process does not reach the source, which runs on the server: pass
+    ``proxy`` (and ``token``) as options, or set them in the server's environment."""
+    monkeypatch.setenv("YT_PROXY", pipe.proxy)
+    with pytest.raises(Exception) as caught:
+        connect_spark.read.format("ytqueue").load(pipe.queue).collect()
+    line = first_line(caught.value)
+    assert line.endswith(
+        "OptionError: Invalid option 'proxy': no YTsaurus proxy given: set .option('proxy', "
+        "'host:port') or the YT_PROXY environment variable (for the embedded local server, the "
+        "address printed by 'ytqueue local')"
+    ), line
+
+
+def test_readme_recipe(connect_server, connect_spark, yt, yt_proxy, yt_root, checkpoint, capsys) -> None:
+    """The README's "Spark Connect" Python block, run as written against this session's server (the addresses,
+    ``//home/me/`` and the checkpoint path replaced), after the tables the README's earlier examples create."""
+    from tests.test_readme_examples import readme_blocks
+
+    (block,) = [b for b in readme_blocks() if b.key == ("Spark Connect", "python")]
+    code = block.code
+    for value, replacement in {
+        "sc://localhost:15002": connect_server.url,
+        "localhost:8000": yt_proxy,
+        "//home/me/": f"{yt_root}/",
+        "/tmp/spyt-connect/out": checkpoint,
+    }.items():
+        assert value in code, f"the README's Spark Connect block no longer names {value}"
+        code = code.replace(value, replacement)
+    queue, consumer, out = f"{yt_root}/queue", f"{yt_root}/consumer", f"{yt_root}/out"
+    create_queue(yt, queue, [column("id", "int64", required=True), column("payload", "string")], tablet_count=2)
+    create_consumer(yt, consumer, queue)
+    create_sorted_table(yt, out, [SORTED_BY_SOURCE[0], SORTED_BY_SOURCE[1], column("payload", "string")])
+    yt.insert_rows(queue, [{"id": i, "payload": f"p{i}", "$tablet_index": i % 2} for i in range(6)])
+
+    exec(compile(code, "README.md (Spark Connect)", "exec"), {})
+
+    assert sorted(r["payload"] for r in yt.select_rows(f"payload from [{out}]")) == [f"p{i}" for i in range(6)]
+    assert "6 rows" in capsys.readouterr().out
