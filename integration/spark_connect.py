@@ -231,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         "python -m integration.spark_connect", "Run a Spark Connect server on 127.0.0.1.", 15002, "1g"
     )
     parser.add_argument("--master", default="local[2]", help="the server's Spark master (default local[2])")
+    parser.set_defaults(timeout=180.0)  # a JVM, a SparkContext, then the gRPC service
     args = parser.parse_args(argv)
     server = SparkConnectServer(
         port=args.port, master=args.master, heap=args.heap, work_dir=args.data_dir, start_timeout=args.timeout
