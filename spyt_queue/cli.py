@@ -151,9 +151,17 @@ def main(
 ) -> None:
     """spyt-queue: YTsaurus queues and Kafka topics in Spark Structured Streaming."""
     ctx.meta["ytqueue.debug"] = debug
-    if not debug:
-        for name in CLIENT_LOGGERS:
-            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    if not debug:  # quiet for this command only: an in-process caller (a notebook, a test) keeps its logging
+        loggers = [logging.getLogger(name) for name in CLIENT_LOGGERS]
+        levels = [logger.level for logger in loggers]
+        for logger in loggers:
+            logger.setLevel(logging.CRITICAL + 1)
+
+        def restore() -> None:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
+
+        ctx.call_on_close(restore)
 
 
 def endpoints_of(kind: str, servers: str) -> list[str]:
