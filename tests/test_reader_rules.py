@@ -127,9 +127,9 @@ def test_the_commit_of_the_last_batch_overlaps_the_bounds_of_the_next(yt, queue,
         bounds_in_flight.set()
         return real_bounds()
 
-    def advance(old, new):
+    def advance(old, new, writer=None):
         overlapped.append(bounds_in_flight.wait(timeout=10))
-        real_advance(old, new)
+        real_advance(old, new, writer)
 
     monkeypatch.setattr(r.backend, "bounds", bounds)
     monkeypatch.setattr(r.store, "advance", advance)

@@ -39,6 +39,8 @@ def is_transient_yt_error(error: BaseException) -> bool:
     """Whether a YT call that failed with ``error`` may succeed when retried (yt.wrapper's predicates and its own
     list of retriable transport errors)."""
     if isinstance(error, YtResponseError):
+        if "Invalid tablet index" in str(error):  # NoSuchTablet for a row's $tablet_index: the row's fault
+            return False
         return any(getattr(error, name)() for name in TRANSIENT_PREDICATES)
     if isinstance(error, get_retriable_errors()):
         return True
