@@ -573,7 +573,7 @@ def _group_hint(offsets: Any, group: str, kafka: bool) -> str:
 
 def _store_groups(offsets: Any) -> list[str] | None:
     """The groups a ZooKeeper store holds (the znodes below its root), or None for a store that cannot list them."""
-    from spyt_queue.stores.zookeeper import ZooKeeperStore, decode_component
+    from spyt_queue.zookeeper.store import ZooKeeperStore, decode_component
 
     if not isinstance(offsets, ZooKeeperStore):
         return None

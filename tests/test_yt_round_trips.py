@@ -9,10 +9,10 @@ import pytest
 
 from spyt_queue.errors import ConsumerConflictError
 from spyt_queue.spark.partitions import DataLossPolicy
-from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.admin import column, create_consumer, create_queue
 from spyt_queue.yt.backend import YtQueueBackend
 from spyt_queue.yt.client import YtConnection, counting_requests
+from spyt_queue.yt.consumer_store import YtConsumerStore
 
 
 @pytest.fixture

@@ -47,10 +47,10 @@ from spyt_queue.kafka.errors import (
     is_unknown_partition_error,
     with_retries,
 )
+from spyt_queue.kafka.group_store import KafkaGroupStore
 from spyt_queue.kafka.subscription import Subscription, split_key
 from spyt_queue.offsets import sorted_partitions
 from spyt_queue.stores.base import OffsetStore
-from spyt_queue.stores.kafka_group import KafkaGroupStore
 
 log = logging.getLogger("spyt_queue.kafka")
 

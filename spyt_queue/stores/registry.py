@@ -26,9 +26,9 @@ USER_OPTION = "offsets.store.user"
 PASSWORD_OPTION = "offsets.store.password"
 NATIVE = ("default", "consumer", "group")
 SCHEMES: dict[str, str] = {
-    "zookeeper": "spyt_queue.stores.zookeeper",
-    "hbase": "spyt_queue.stores.hbase",
-    "kudu": "spyt_queue.stores.kudu",
+    "zookeeper": "spyt_queue.zookeeper.store",
+    "hbase": "spyt_queue.sinks.hbase.store",
+    "kudu": "spyt_queue.sinks.kudu.store",
 }
 
 

@@ -24,9 +24,9 @@ from yt.wrapper.errors import YtResponseError
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.stores.base import OffsetStore
-from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.arrow_rows import RowConverter
 from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.consumer_store import YtConsumerStore
 from spyt_queue.yt.dsv_rows import DsvDecoder, dsv_format, dsv_unsupported_columns, row_index_sequence
 from spyt_queue.yt.errors import has_code, is_transient_yt_error
 from spyt_queue.yt.schema import YtSchema, spark_schema

@@ -12,6 +12,10 @@ from typing import Any
 from yt.wrapper.errors import YtResponseError
 from yt.wrapper.http_helpers import get_retriable_errors
 
+#: ``advance_consumer(old_offset=...)`` found another offset than expected: a concurrent writer moved the consumer
+#: (NQueueClient::EErrorCode::ConsumerOffsetConflict).
+CONSUMER_OFFSET_CONFLICT = 3100
+
 # yt.wrapper's own predicates (each checks the error codes of the whole error tree): retrying may succeed.
 TRANSIENT_PREDICATES = (
     "is_tablet_transaction_lock_conflict",  # 1700

@@ -50,14 +50,14 @@ from yt.wrapper.errors import YtResponseError
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.offsets import StreamOffset, sorted_partitions
 from spyt_queue.options import Options
-from spyt_queue.stores.yt_consumer import (
+from spyt_queue.yt.client import YtConnection, make_yt_client
+from spyt_queue.yt.consumer_store import (
     KEPT_TRANSACTIONAL_WRITERS,
     TRANSACTIONAL_WRITERS_ATTRIBUTE,
     YtConsumerStore,
     advance_consumer_partitions,
 )
-from spyt_queue.yt.client import YtConnection, make_yt_client
-from spyt_queue.yt.errors import has_code
+from spyt_queue.yt.errors import CONSUMER_OFFSET_CONFLICT, has_code
 from spyt_queue.yt.options import plain_cypress_path
 
 log = logging.getLogger("spyt_queue.transactional")
@@ -65,7 +65,6 @@ log = logging.getLogger("spyt_queue.transactional")
 #: Sink options of the transactional mode.
 TRANSACTIONAL_OPTIONS = ("transactional", "consumer_path", "transaction_timeout")
 DEFAULT_TRANSACTION_TIMEOUT_S = 120
-CONSUMER_OFFSET_CONFLICT = 3100
 ROW_LOCK_CONFLICT = 1700
 TOO_MANY_ROWS_IN_TRANSACTION = 1717
 NO_SUCH_TRANSACTION = 11000

@@ -863,7 +863,7 @@ class ChaosRun:
             return committed == ends
         ends = self.yt_ends()
         if pipeline.store == "zookeeper":
-            from spyt_queue.stores.zookeeper import ZooKeeperStore
+            from spyt_queue.zookeeper.store import ZooKeeperStore
 
             source = f"yt:{QUEUE}#{self.yt().get(QUEUE + '/@id')}"
             store = ZooKeeperStore.from_uri(self.zk_uri(), source, ZK_GROUP)

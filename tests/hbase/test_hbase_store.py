@@ -9,9 +9,9 @@ import uuid
 import pytest
 
 from spyt_queue.errors import OptionError, SpytQueueError
+from spyt_queue.sinks.hbase import store as hbase_store
+from spyt_queue.sinks.hbase.store import HBaseStore, commit_row_key, parse_uri
 from spyt_queue.stores import commit_log
-from spyt_queue.stores import hbase as hbase_store
-from spyt_queue.stores.hbase import HBaseStore, commit_row_key, parse_uri
 from spyt_queue.stores.registry import check_uri, open_store
 
 

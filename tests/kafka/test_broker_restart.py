@@ -92,7 +92,7 @@ def test_group_commit_timed_out_while_the_broker_was_down_does_not_wedge_later_c
     """An ``alter_consumer_group_offsets`` in flight when the broker dies times out; once the broker is back the
     next advance succeeds. librdkafka's admin client never answered another alter after such a timeout (every
     later commit of the query timed out, so the query made no progress): the store now drops that client."""
-    from spyt_queue.stores.kafka_group import KafkaGroupStore
+    from spyt_queue.kafka.group_store import KafkaGroupStore
 
     topic = Topic(own_broker.bootstrap_servers, str(tmp_path / "checkpoint"), partitions=1)
     topic.produce(10)

@@ -7,9 +7,9 @@ import uuid
 import pytest
 
 from spyt_queue.errors import ConsumerConflictError, OptionError
+from spyt_queue.sinks.kudu.store import KuduStore, parse_uri
 from spyt_queue.stores import registry
 from spyt_queue.stores.commit_log import PRUNE_EVERY
-from spyt_queue.stores.kudu import KuduStore, parse_uri
 
 
 def test_uri_is_parsed_without_connecting() -> None:

@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from spyt_queue.sinks.kudu.client import get_client
-from spyt_queue.stores.kudu import KuduStore
+from spyt_queue.sinks.kudu.store import KuduStore
 from spyt_queue.yt.admin import create_queue
 from tests.spark.helpers import EVENT_SCHEMA, produce_ids, store_stream
 from tests.spark.killed_driver import kill_driver_midway, start_query

@@ -144,7 +144,7 @@ def test_consumer_moved_by_someone_else_aborts_the_batch(setup) -> None:
 def test_consumer_moved_after_the_check_is_caught_by_the_transaction(setup, monkeypatch) -> None:
     """The consumer moves between the writer's read and its advance: the compare-and-set inside the transaction
     fails, the transaction is aborted, nothing is written."""
-    from spyt_queue.stores.yt_consumer import YtConsumerStore
+    from spyt_queue.yt.consumer_store import YtConsumerStore
 
     produce_ids(setup.yt, setup.queue, 0, 8)
     setup.log_batch(0, {"0": 4, "1": 4}, start={"0": 0, "1": 0})

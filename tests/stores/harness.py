@@ -22,11 +22,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from spyt_queue.kafka.group_store import KafkaGroupStore
 from spyt_queue.stores.base import OffsetStore
-from spyt_queue.stores.kafka_group import KafkaGroupStore
 from spyt_queue.stores.memory import MemoryServer, MemoryStore, MemoryStoreUnavailable
-from spyt_queue.stores.yt_consumer import YtConsumerStore
 from spyt_queue.yt.admin import column, create_consumer, create_queue
+from spyt_queue.yt.consumer_store import YtConsumerStore
 
 
 class StoreFactory(ABC):
@@ -151,7 +151,7 @@ class ZooKeeperFactory(StoreFactory):
         self.isolates_sources = layout == "source"
 
     def _make(self, source: str, group: str) -> OffsetStore:
-        from spyt_queue.stores.zookeeper import ZooKeeperStore
+        from spyt_queue.zookeeper.store import ZooKeeperStore
 
         return ZooKeeperStore(self.hosts, self.root, source, group, layout=self.layout, timeout=15)
 
@@ -159,7 +159,7 @@ class ZooKeeperFactory(StoreFactory):
         return f"topic.x:{index}" if self.layout == "kafka" else str(index)
 
     def write_garbage(self, store: OffsetStore, key: str) -> str:
-        from spyt_queue.stores.zookeeper import ZooKeeperStore
+        from spyt_queue.zookeeper.store import ZooKeeperStore
 
         assert isinstance(store, ZooKeeperStore)
         path = store.path_of(key)
@@ -290,7 +290,7 @@ class KafkaGroupFactory(StoreFactory):
         return f"{self.prefix}-{group}"
 
     def _make(self, source: str, group: str) -> OffsetStore:
-        from spyt_queue.stores.kafka_group import KafkaGroupStore
+        from spyt_queue.kafka.group_store import KafkaGroupStore
 
         keys = [self.key(i) for i in range(self.partitions)]
         return KafkaGroupStore({"bootstrap.servers": self.bootstrap}, self.group_id(group), lambda: keys, 30.0)
@@ -351,13 +351,13 @@ class HBaseFactory(StoreFactory):
         self.table = f"offsets_{uuid.uuid4().hex[:10]}"
 
     def _make(self, source: str, group: str) -> OffsetStore:
-        from spyt_queue.stores.hbase import HBaseStore
+        from spyt_queue.sinks.hbase.store import HBaseStore
 
         return HBaseStore(self.host, self.port, self.table, source, group, timeout=30)
 
     def write_garbage(self, store: OffsetStore, key: str) -> str:
         """Another tool's value in the cell of the newest commit row (Cloudera's layout writes bare numbers)."""
-        from spyt_queue.stores.hbase import HBaseStore, commit_row_key
+        from spyt_queue.sinks.hbase.store import HBaseStore, commit_row_key
 
         assert isinstance(store, HBaseStore)
         row = commit_row_key(store.prefix, store.newest()[0])
@@ -387,14 +387,14 @@ class KuduFactory(StoreFactory):
         self.table = f"offsets_{uuid.uuid4().hex[:10]}"
 
     def _make(self, source: str, group: str) -> OffsetStore:
-        from spyt_queue.stores.kudu import KuduStore
+        from spyt_queue.sinks.kudu.store import KuduStore
 
         return KuduStore(self.masters, self.table, source, group)
 
     def write_garbage(self, store: OffsetStore, key: str) -> str:
         """Another tool's row as the newest generation: a bare number where the commit document belongs."""
         from spyt_queue.sinks.kudu.mutations import Mutation
-        from spyt_queue.stores.kudu import KuduStore
+        from spyt_queue.sinks.kudu.store import KuduStore
 
         assert isinstance(store, KuduStore)
         generation, _ = store.newest()

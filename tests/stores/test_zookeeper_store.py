@@ -1,4 +1,4 @@
-"""ZooKeeper-specific promises of ``spyt_queue.stores.zookeeper``: the URI, the layout old Kafka tooling reads,
+"""ZooKeeper-specific promises of ``spyt_queue.zookeeper.store``: the URI, the layout old Kafka tooling reads,
 ACLs and digest authentication, and outages (the shared contract is in ``test_store_conformance.py``)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from spyt_queue.committer import Committer
 from spyt_queue.errors import ConsumerConflictError, OptionError
-from spyt_queue.stores.zookeeper import ZooKeeperStore, decode_component, encode_component, from_uri, parse_uri
+from spyt_queue.zookeeper.store import ZooKeeperStore, decode_component, encode_component, from_uri, parse_uri
 
 
 @pytest.fixture
@@ -183,7 +183,7 @@ def test_a_store_survives_pickling_after_use(zookeeper) -> None:
     """Spark pickles the stream reader (and its store) to ship it between Python processes."""
     import pickle
 
-    from spyt_queue.stores.zookeeper import ZooKeeperStore
+    from spyt_queue.zookeeper.store import ZooKeeperStore
 
     store = ZooKeeperStore.from_uri(zookeeper.uri("/pickled"), "yt://q#1", "g")
     try:

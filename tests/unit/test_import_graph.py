@@ -180,7 +180,7 @@ def test_importing_every_module_loads_no_heavy_optional_dependency() -> None:
     imported, heavy = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
     ).stdout.split("\n")[:2]
-    assert {"spyt_queue.sinks.kudu.client", "spyt_queue.sinks.hbase.writer", "spyt_queue.stores.zookeeper"} <= set(
+    assert {"spyt_queue.sinks.kudu.client", "spyt_queue.sinks.hbase.writer", "spyt_queue.zookeeper.store"} <= set(
         imported.split()
     )
     assert heavy == "", f"loaded by a module-level import: {heavy}"

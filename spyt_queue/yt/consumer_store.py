@@ -10,9 +10,8 @@ from yt.wrapper.errors import YtResponseError, create_response_error
 from spyt_queue.errors import ConsumerConflictError, SpytQueueError
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.yt.client import YtConnection
-from spyt_queue.yt.errors import has_code, is_transient_yt_error
+from spyt_queue.yt.errors import CONSUMER_OFFSET_CONFLICT, has_code, is_transient_yt_error
 
-CONSUMER_OFFSET_CONFLICT = 3100
 #: Attribute of a consumer table listing the writer tokens of queries whose transactional sink advances the consumer
 #: inside each batch's transaction (``transactional=true``), newest last.
 TRANSACTIONAL_WRITERS_ATTRIBUTE = "spyt_queue_transactional_writers"

@@ -1,0 +1,1 @@
+"""The ZooKeeper offset store (``offsets.store=zookeeper://...``), through ``kazoo``, which it imports lazily."""
