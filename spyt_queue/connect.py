@@ -14,7 +14,6 @@ from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
 from spyt_queue.deadletter import KAFKA_PREFIX as DEAD_LETTER_KAFKA_PREFIX
 from spyt_queue.deadletter_targets import dead_letter_target, prepared_target
 from spyt_queue.errors import OptionError
-from spyt_queue.kafka.clients import check_brokers_reachable
 from spyt_queue.kafka.options import (
     KAFKA_PREFIX,
     KAFKA_SOURCE_OPTIONS,
@@ -118,6 +117,9 @@ def check_reachable(options: Options) -> None:
     do not answer (checked once per process; ``yt.wrapper`` alone retries an unreachable proxy for two minutes)."""
     timeout = connect_timeout(options)
     if is_kafka(options):
+        # lazy: confluent_kafka (~0.3 s) loads only in processes that read or write Kafka
+        from spyt_queue.kafka.clients import check_brokers_reachable
+
         check_brokers_reachable(kafka_config(options), timeout)
         return
     _yt_options().reachable_connection(options)

@@ -17,7 +17,6 @@ from spyt_queue.deadletter import (
     DeadLetterTarget,
 )
 from spyt_queue.errors import OptionError
-from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 from spyt_queue.options import Options
 from spyt_queue.redaction import shown
 
@@ -73,6 +72,9 @@ def dead_letter_target(options: Options) -> DeadLetterTarget | None:
                 "kafka.bootstrap.servers is used when present)",
             )
         config["bootstrap.servers"] = servers
+    # lazy: confluent_kafka (~0.3 s) loads only where a Kafka dead-letter topic is named
+    from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
+
     return KafkaDeadLetterTarget(config, topic.strip(), create)
 
 

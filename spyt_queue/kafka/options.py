@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spyt_queue.errors import OptionError
-from spyt_queue.kafka.backend import KafkaBackend
 from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
 from spyt_queue.settings import ReaderSettings
+
+if TYPE_CHECKING:
+    from spyt_queue.kafka.backend import KafkaBackend
 
 # Spark's KafkaSourceProvider rejects these kafka.* keys: the adapter manages them itself.
 FORBIDDEN_KAFKA_KEYS = {
@@ -113,6 +115,10 @@ def flat_positions(option: str, data: Any, allow_special: bool = True) -> dict[s
 
 def kafka_backend_from_options(options: Options) -> KafkaBackend:
     """Build the Kafka backend from Spark-Kafka-style options, validating them all up front."""
+    # lazy: confluent_kafka (~0.3 s) loads only in processes that read Kafka; this module's option names are read
+    # by every source (spyt_queue.connect)
+    from spyt_queue.kafka.backend import KafkaBackend
+
     subscription = parse_subscription(options)
     config = kafka_config(options)
     connect_timeout(options)  # validated here, used when the query connects (spyt_queue.connect)

@@ -198,3 +198,30 @@ def test_the_data_sources_load_no_ytsaurus_client_until_a_query_needs_it() -> No
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
     ).stdout.split()
     assert loaded == []
+
+
+def test_a_ytsaurus_query_and_ytqueue_status_load_no_kafka_client() -> None:
+    """``confluent_kafka`` (~0.3 s per Python worker) loads only where Kafka is read or written: importing the
+    ``ytqueue`` source and sink, checking a YT source's options, building its backend and running ``ytqueue status``
+    on a YT queue leave it out (the Kafka backend, clients and dead-letter target are imported on first use)."""
+    code = (
+        "import sys\n"
+        "import pyspark_ytqueue, spyt_queue.spark.source, spyt_queue.spark.sink\n"
+        "from typer.testing import CliRunner\n"
+        "from spyt_queue import connect\n"
+        "from spyt_queue.cli import app\n"
+        "from spyt_queue.options import Options\n"
+        "options = Options({'path': '//home/q', 'proxy': '127.0.0.1:9', 'consumer_path': '//home/c', "
+        "'deadLetter.path': '//home/dead'})\n"
+        "connect.check_source_options(options)\n"
+        "connect.settings_for(options, True)\n"
+        "connect.backend_for(options, True)\n"
+        "result = CliRunner().invoke(app, ['status', '--queue', '//home/q', '--consumer', '//home/c', "
+        "'--proxy', '127.0.0.1:9'])\n"
+        "assert 'cannot reach 127.0.0.1:9' in result.output, result.output\n"
+        "print(*sorted(m for m in sys.modules if m.split('.')[0] == 'confluent_kafka'))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    assert loaded == [], f"a YTsaurus-only process loaded the Kafka client: {loaded}"
