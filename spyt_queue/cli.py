@@ -253,7 +253,8 @@ def create_consumer(
     from spyt_queue.yt.backend import YtConnection, YtQueueBackend
 
     client = _client(proxy)
-    YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), queue, None).yt_schema  # noqa: B018 - is it a queue?
+    backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), queue, None, path_given_by="--queue")
+    backend.yt_schema  # noqa: B018 - is it a queue?
     existed = client.exists(path)
     if existed:
         attributes = client.get(path, attributes=["type", "treat_as_queue_consumer"]).attributes
@@ -336,7 +337,7 @@ def produce(
     client = _client(proxy)
     if not client.exists(path):
         raise CliError(f"{path} does not exist: create it with ytqueue create-queue {path} --schema ...")
-    backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), path, None)
+    backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), path, None, path_given_by="the PATH argument")
     schema = backend.yt_schema  # "does not exist" / "is not a queue" in one line
     maker = RowMaker(path, schema, int(client.get(f"{path}/@tablet_count")), tablet)
 
@@ -498,7 +499,7 @@ def status(
         if not queue:
             raise CliError("give --queue (and --consumer) for YT, or --bootstrap-servers, --topic and --group")
         client = _client(proxy)
-        backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), queue, consumer)
+        backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), queue, consumer, path_given_by="--queue")
         backend.yt_schema  # noqa: B018 - "does not exist" / "is not a queue" before anything else
         if consumer:
             if not client.exists(consumer):

@@ -199,6 +199,16 @@ def test_status_of_a_table_that_is_not_a_queue_says_so(yt, yt_proxy: str, yt_roo
     assert_one_line_error(result, f"{path} does not exist" if kind == "missing" else f"{path} is not a queue")
 
 
+def test_a_missing_queue_is_blamed_on_the_queue_option(yt, yt_proxy: str, yt_root: str) -> None:
+    """The CLI names its own ``--queue`` option, not the path given to Spark's ``load()``."""
+    missing = f"{yt_root}/no-such-queue"
+    for command in (("status",), ("create-consumer", f"{yt_root}/consumer-of-nothing")):
+        line = assert_one_line_error(
+            run(*command, "--proxy", yt_proxy, "--queue", missing), f"{missing} does not exist", "check --queue"
+        )
+        assert "load()" not in line, line
+
+
 def test_debug_shows_the_traceback_before_or_after_the_command(yt, yt_proxy: str, yt_root: str) -> None:
     path = f"{yt_root}/static"
     yt.create("table", path, attributes={"schema": [admin.column("a", "int64")]})

@@ -88,8 +88,13 @@ class YtQueueBackend(QueueBackend):
         pull_batch_rows: int = DEFAULT_PULL_BATCH_ROWS,
         empty_pull_retries: int = 10,
         read_format: str = "yson",
+        *,
+        path_given_by: str = "the path given to load()",
     ) -> None:
+        """``path_given_by`` names where the user gave ``queue_path`` (a Spark ``load()``, a CLI option), for the
+        message when it does not exist."""
         self.connection = connection
+        self.path_given_by = path_given_by
         self.queue_path = queue_path
         self.consumer_path = consumer_path
         self.parsing_type_v3 = parsing_type_v3
@@ -143,7 +148,7 @@ class YtQueueBackend(QueueBackend):
                 if has_code(error, _RESOLVE_ERROR):
                     raise SpytQueueError(
                         f"Queue {self.queue_path} does not exist on {self.connection.proxy} "
-                        "(check the path given to load())"
+                        f"(check {self.path_given_by})"
                     ) from error
                 raise
             attrs = attributes.attributes
