@@ -11,14 +11,17 @@ the JVM print goes to stderr. After a block ran, the session does what a reader 
   memory table with ``Trigger.AvailableNow`` and its rows are returned (run again, at most twice, when Spark's Python
   worker failed to connect back: see ``CONNECT_BACK_FAILURE``).
 
-The reply: ``{"ok": true, "queries": [{"name", "exception"}], "streams": {name: [row dicts]}}`` or
-``{"ok": false, "error": traceback}``. Bytes in rows are decoded as UTF-8 (undecodable bytes backslash-escaped).
+The reply: ``{"ok": true, "queries": [{"name", "exception"}], "streams": {name: [row dicts]}, "stdout": text}`` or
+``{"ok": false, "error": traceback}``; ``stdout`` is what the block printed through Python's ``sys.stdout`` (a
+``df.show()``), also copied to stderr. Bytes in rows are decoded as UTF-8 (undecodable bytes backslash-escaped).
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
+import io
 import json
 import os
 import sys
@@ -99,23 +102,40 @@ def _available_now(df: Any, table: str, timeout: float, known: set[str]) -> tupl
     return [_plain(row.asDict(recursive=True)) for row in df.sparkSession.table(table).collect()], None
 
 
+class _Tee(io.TextIOBase):
+    """A block's ``sys.stdout``: keeps what it prints and copies it to stderr (the session's log)."""
+
+    def __init__(self) -> None:
+        self.kept = io.StringIO()
+
+    def write(self, text: str) -> int:
+        self.kept.write(text)
+        sys.stderr.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: float, known: set[str]) -> dict:
     """Run one block in ``namespace``, then its queries or streams (see the module docstring)."""
     before = {name: id(v) for name, v in namespace.items()}
     value = None
+    printed = _Tee()
     try:
         tree = ast.parse(code, filename=filename)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(ast.Module(body=tree.body, type_ignores=[]), filename, "exec"), namespace)
-        if last is not None:
-            value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
+        with contextlib.redirect_stdout(printed):
+            exec(compile(ast.Module(body=tree.body, type_ignores=[]), filename, "exec"), namespace)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), filename, "eval"), namespace)
     except BaseException:
         error = traceback.format_exc()
         for query in _queries(namespace, before, value, known):
             query.stop()
         return {"ok": False, "error": error}
 
-    reply: dict[str, Any] = {"ok": True, "queries": [], "streams": {}}
+    reply: dict[str, Any] = {"ok": True, "queries": [], "streams": {}, "stdout": printed.kept.getvalue()}
     queries = _queries(namespace, before, value, known)
     known.update(q.runId for q in queries)
     for query in queries:

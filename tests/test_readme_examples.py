@@ -1,12 +1,17 @@
-"""The README, followed as a reader follows it: every code block, top to bottom, from a fresh environment.
+"""The README and the reference pages in docs/, followed as a reader follows them: every code block, in order.
 
-Every ```python and ```bash/```sh block of README.md runs in ``test_readme_examples_in_order``, in the order of the
-file, unless ``NOT_RUN`` lists it with the reason. Output samples are fenced as ```text; a fence without a language,
-or with one this test does not know, fails ``test_every_code_block_is_run_or_listed``. Nothing of the README is
-rewritten except the addresses of servers, by one plain text substitution (longest value first):
+The reader reads README.md top to bottom, then the pages of ``docs/`` in the order of the index ``docs/README.md``
+(its links to ``*.md`` files, in order): one shell, one Python session, one world of servers for all of them. Every
+```python and ```bash/```sh block of these pages runs in ``test_readme_examples_in_order``, in that order, unless
+``NOT_RUN`` lists it with the reason. Output samples are fenced as ```text; a fence without a language, or with one
+this test does not know, fails ``test_every_code_block_is_run_or_listed``, which covers README.md, every
+``docs/*.md`` and CONTRIBUTING.md (pages outside the reading order may hold only blocks listed in ``NOT_RUN``).
+Blocks are named by file and heading (``NOT_RUN`` and ``CHECKS`` are keyed by ``(file, heading, language)``), and
+every failure names the file and line (``docs/kafka.md:42``). Nothing of the pages is rewritten except the addresses
+of servers, by one plain text substitution (longest value first):
 
 =====================================  ==============================================================================
-README value                           what the test uses
+page value                             what the test uses
 =====================================  ==============================================================================
 ``localhost:8000``, ``--port 8000``    a free port P (``localhost:P``, ``--port P``): the README's own ``ytqueue
                                        local`` listens there (port 8000 may be taken on a shared machine)
@@ -29,16 +34,19 @@ The reader:
   with the shell's environment of that moment: the README itself creates the SparkSession and the checkpoint folder;
 * after each Python block does what a reader does to see it work: the queries it started run until the data
   available is processed (``processAllAvailable()``) and are stopped; a block that starts none has the streams it
-  defines run into a memory table with ``Trigger.AvailableNow``.
+  defines run into a memory table with ``Trigger.AvailableNow``. What the block printed comes back with the reply.
 
 The test plays the world around the reader: it puts rows into the queues and records into the Kafka topic before
-each example that reads them (and creates the topic ``events``, 2 partitions: the README gives no command for Kafka
-topics), and checks after each block that its rows arrived and progress was committed where the README says.
+each example that reads them (and creates the topic ``events``, 2 partitions: the pages give no command for Kafka
+topics on the test's broker), and checks after each block that its rows arrived and progress was committed where
+the page says.
 
-The "Command line" block is the summary of the commands and is not run in its place (a reader who followed the
-examples already has the server and the tables; running it again would start a second server on the same port and
-fail on existing tables). ``test_command_line_summary_is_what_the_examples_run`` checks that each of its lines is a
-line of a block run before it, one of the ``status`` lines the checks run, or ``ytqueue demo`` (tests/test_demo.py).
+The "Command line" block of docs/cli.md is the summary of the commands and is not run in its place (a reader who
+followed the examples already has the server and the tables; running it again would start a second server on the
+same port and fail on existing tables). ``test_command_line_summary_is_what_the_examples_run`` checks that each of its
+lines is a line of a block run before it, one of the ``status`` lines the checks run, or ``ytqueue demo``
+(tests/test_demo.py). ``test_relative_links_resolve`` checks that every relative link of these pages names an
+existing file, and an existing heading where it has an anchor.
 """
 
 from __future__ import annotations
@@ -64,7 +72,11 @@ from typing import Any
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+DOCS_INDEX = DOCS / "README.md"
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
 SESSION = Path(__file__).with_name("readme_session.py")
 VENV_BIN = Path(sys.executable).parent
 
@@ -72,35 +84,54 @@ PYTHON_LANGS = {"python", "py", "python3"}
 SHELL_LANGS = {"bash", "sh", "shell", "console", "zsh"}
 NOT_CODE_LANGS = {"text", "json", "yaml", "toml", "ini", "csv", "diff"}
 
-# (section heading, language) of the blocks that are not run, with the reason.
+# (file, section heading, language) of the blocks that are not run, with the reason.
 NOT_RUN = {
-    ("Set-up: two commands on a fresh machine", "bash"): (
+    ("README.md", "Set-up: two commands on a fresh machine", "bash"): (
         "`make demo` / `make test` build .venv and run the demo and the whole suite (this test among them): "
         "tests/test_demo.py runs the demo, tests/packaging/ a fresh install"
     ),
-    ("Command line", "bash"): (
-        "the summary of the commands the examples above ran (it would start a second server and create existing "
+    ("README.md", "From a checkout", "bash"): (
+        "builds .venv (the reader's environment is that venv, activated); tests/packaging/ checks an editable install "
+        "made from a copy of the checkout"
+    ),
+    ("README.md", "Into another environment", "bash"): (
+        "builds a wheel and installs it into another environment: tests/packaging/ builds the wheel the same way "
+        "(pip wheel --no-deps) and checks it in a fresh virtual environment"
+    ),
+    ("docs/cli.md", "Command line", "bash"): (
+        "the summary of the commands the examples ran (it would start a second server and create existing "
         "tables); test_command_line_summary_is_what_the_examples_run checks it line by line"
     ),
-    ("Deploying the package to executors", "bash"): (
+    ("docs/clusters.md", "Deploying the package to executors", "bash"): (
         "installs into /opt/spyt on every machine of a Spark cluster; tests/cluster/ runs this recipe against a local "
         "standalone cluster"
     ),
-    ("Deploying the package to executors", "python"): (
+    ("docs/clusters.md", "Deploying the package to executors", "python"): (
         "connects to a Spark standalone master (spark://master-host:7077); tests/cluster/ runs the stream scenarios "
         "on a local standalone cluster"
     ),
-    ("Reliability: the chaos suite", "bash"): "the long chaos run takes an hour; tests/chaos/ runs the short one",
-    ("Benchmarks", "bash"): "benchmarks run for minutes on purpose and assert nothing (see bench/)",
-    ("Spark Connect", "bash"): (
+    ("docs/clusters.md", "Spark Connect", "bash"): (
         "starts a Spark Connect server: tests/connect/conftest.py starts one per session with the same launcher "
         "(integration/spark_connect.py: start-connect-server.sh --wait, PYSPARK_PYTHON = the venv's Python)"
     ),
-    ("Spark Connect", "python"): (
+    ("docs/clusters.md", "Spark Connect", "python"): (
         "a Connect client would turn the reader's Python process into one for the blocks after it: "
         "tests/connect/test_connect.py::test_readme_recipe runs this block against the session's Connect server"
     ),
+    ("docs/reliability.md", "Reliability: the chaos suite", "bash"): (
+        "the long chaos run takes an hour; tests/chaos/ runs the short one"
+    ),
+    ("docs/benchmarks.md", "Benchmarks", "bash"): (
+        "benchmarks run for minutes on purpose and assert nothing (see bench/)"
+    ),
+    ("CONTRIBUTING.md", "Set-up, tests and lint", "bash"): (
+        "builds .venv, installs the servers and runs the whole suite and ruff (this test among them)"
+    ),
+    ("CONTRIBUTING.md", "Running the tests a change concerns", "bash"): (
+        "runs pytest on tests/stores/ and tests/unit/, which the suite runs anyway"
+    ),
 }
+SUMMARY = ("docs/cli.md", "Command line", "bash")
 # Lines of the "Command line" summary that no block runs, with the reason.
 SUMMARY_LINES_NOT_RUN = {
     "ytqueue demo": "the demo runs for about a minute; tests/test_demo.py runs it and checks its report",
@@ -116,8 +147,10 @@ PYTHON_BLOCK_TIMEOUT = 420.0  # seconds for one block with its queries, on a bus
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced code block of the README: the heading it sits under, its language, its text and first line."""
+    """One fenced code block of a page: the page (relative to the project), the heading it sits under, its language,
+    its text and its first line."""
 
+    file: str
     heading: str
     lang: str
     code: str
@@ -133,18 +166,33 @@ class Block:
         return None
 
     @property
-    def key(self) -> tuple[str, str]:
-        return (self.heading, self.lang)
+    def key(self) -> tuple[str, str, str]:
+        return (self.file, self.heading, self.lang)
+
+    @property
+    def check_key(self) -> tuple[str, str, str]:
+        """The key of the block's entry in ``CHECKS``: file, heading and kind."""
+        assert self.kind is not None
+        return (self.file, self.heading, self.kind)
+
+    @property
+    def where(self) -> str:
+        """``file:line`` of the block's fence, as a reader's editor shows it."""
+        return f"{self.file}:{self.line - 1}"
 
 
-def readme_blocks() -> list[Block]:
-    """Every fenced code block of README.md, in order."""
+def relative(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def page_blocks(path: Path) -> list[Block]:
+    """Every fenced code block of one page, in order."""
     blocks: list[Block] = []
     heading, fence, lang, start, body = "", False, "", 0, []
-    for number, line in enumerate(README.read_text(encoding="utf-8").splitlines(), 1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if fence:
             if line.strip() == "```":
-                blocks.append(Block(heading, lang, "\n".join(body) + "\n", start))
+                blocks.append(Block(relative(path), heading, lang, "\n".join(body) + "\n", start))
                 fence = False
             else:
                 body.append(line)
@@ -152,13 +200,53 @@ def readme_blocks() -> list[Block]:
             fence, lang, start, body = True, line[3:].strip(), number + 1, []
         elif line.startswith("#"):
             heading = line.lstrip("#").strip()
-    assert not fence, "README.md has an unclosed code fence"
+    assert not fence, f"{relative(path)} has an unclosed code fence (opened at line {start - 1})"
     return blocks
 
 
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def markdown_links(path: Path) -> list[tuple[int, str]]:
+    """(line, target) of every inline link of a page outside code blocks and code spans."""
+    links, fence = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            fence = not fence
+            continue
+        if not fence:
+            links += [(number, m.group(1)) for m in LINK.finditer(re.sub(r"`[^`]*`", "``", line))]
+    return links
+
+
+def docs_in_reading_order() -> list[Path]:
+    """The pages of docs/ in the order of the index's links."""
+    pages: list[Path] = []
+    for _, target in markdown_links(DOCS_INDEX):
+        page = (DOCS / target.partition("#")[0]).resolve()
+        if page.parent == DOCS and page.suffix == ".md" and page != DOCS_INDEX and page not in pages:
+            pages.append(page)
+    return pages
+
+
+def reading_order() -> list[Path]:
+    """The pages the reader follows, in order: README.md, then docs/ in the index's order."""
+    return [README, *docs_in_reading_order()]
+
+
+def all_pages() -> list[Path]:
+    """Every page whose code blocks are run or listed: README.md, docs/*.md, CONTRIBUTING.md."""
+    return [README, *sorted(DOCS.glob("*.md")), CONTRIBUTING]
+
+
+def reading_blocks() -> list[Block]:
+    """Every fenced code block of the pages of the reading order, in that order."""
+    return [b for page in reading_order() for b in page_blocks(page)]
+
+
 def blocks_to_run() -> list[Block]:
-    """The code blocks of README.md that the reader runs, in order."""
-    return [b for b in readme_blocks() if b.kind is not None and b.key not in NOT_RUN]
+    """The code blocks the reader runs, in order."""
+    return [b for b in reading_blocks() if b.kind is not None and b.key not in NOT_RUN]
 
 
 def command_words(line: str) -> list[str]:
@@ -167,11 +255,17 @@ def command_words(line: str) -> list[str]:
     return words[:-1] if words and words[-1] == "&" else words
 
 
+def summary_block() -> Block:
+    """The "Command line" summary block of docs/cli.md."""
+    (summary,) = [b for b in reading_blocks() if b.key == SUMMARY]
+    return summary
+
+
 def summary_line(fragment: str) -> str:
     """The line of the "Command line" summary holding ``fragment``."""
-    (summary,) = [b for b in readme_blocks() if b.key == ("Command line", "bash")]
+    summary = summary_block()
     lines = [line for line in summary.code.splitlines() if command_words(line)[:1] == ["ytqueue"] and fragment in line]
-    assert len(lines) == 1, f"expected one line with {fragment!r} in README's Command line block: {lines}"
+    assert len(lines) == 1, f"expected one line with {fragment!r} in the summary block at {summary.where}: {lines}"
     return lines[0]
 
 
@@ -224,8 +318,9 @@ class Reader:
 
     # shell ---------------------------------------------------------------------------------------------------
 
-    def shell(self, line: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        """Run one shell line (addresses substituted) in the reader's directory and environment; it must succeed."""
+    def shell(self, line: str, timeout: float = 120, where: str = "") -> subprocess.CompletedProcess:
+        """Run one shell line (addresses substituted) in the reader's directory and environment; it must succeed.
+        ``where``: the line's ``file:line``, for the messages."""
         command = self.places(line)
         words = shlex.split(command, comments=True)
         if not words:
@@ -236,12 +331,12 @@ class Reader:
                 self.env[name] = value
             return subprocess.CompletedProcess(line, 0, "", "")
         if words[-1] == "&":
-            self._start_background(line, words[:-1])
+            self._start_background(f"{where} {line}".strip(), words[:-1])
             return subprocess.CompletedProcess(line, 0, "", "")
         done = subprocess.run(
             ["bash", "-c", command], cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=timeout
         )
-        assert done.returncode == 0, f"`{line}` failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+        assert done.returncode == 0, f"{where} `{line}` failed ({done.returncode}):\n{done.stdout}{done.stderr}"
         return done
 
     def _start_background(self, line: str, argv: list[str]) -> None:
@@ -294,18 +389,18 @@ class Reader:
             threading.Thread(target=replies, args=(self.python.stdout,), daemon=True).start()
         assert self.python.stdin is not None
         code = self.places(block.code)
-        request = {"code": code, "filename": f"README.md:{block.line}", "timeout": PYTHON_BLOCK_TIMEOUT}
+        request = {"code": code, "filename": block.where, "timeout": PYTHON_BLOCK_TIMEOUT}
         self.python.stdin.write(json.dumps(request) + "\n")
         self.python.stdin.flush()
         try:
             line = self._replies.get(timeout=PYTHON_BLOCK_TIMEOUT + 120)
         except queues.Empty:
-            pytest.fail(f"README.md:{block.line} ({block.heading}) did not finish; log:\n{self.log_tail()}")
-        assert line is not None, f"the Python session ended at README.md:{block.line}; log:\n{self.log_tail()}"
+            pytest.fail(f"{block.where} ({block.heading}) did not finish; log:\n{self.log_tail()}")
+        assert line is not None, f"the Python session ended at {block.where}; log:\n{self.log_tail()}"
         reply = json.loads(line)
-        assert reply["ok"], f"README.md:{block.line} ({block.heading}) failed:\n{reply['error']}"
+        assert reply["ok"], f"{block.where} ({block.heading}) failed:\n{reply['error']}"
         for query in reply["queries"]:
-            assert query["exception"] is None, f"README.md:{block.line}: query failed: {query['exception']}"
+            assert query["exception"] is None, f"{block.where}: query failed: {query['exception']}"
         return reply
 
     def log_tail(self, lines: int = 60) -> str:
@@ -368,7 +463,7 @@ class World:
         return make_client(self.yt_proxy)
 
     def status(self, fragment: str) -> dict[str, list[str]]:
-        """Run the README's ``ytqueue status`` line holding ``fragment``; its table."""
+        """Run the ``ytqueue status`` line of the Command line summary holding ``fragment``; its table."""
         return status_table(self.reader.shell(summary_line(fragment)).stdout)
 
 
@@ -449,7 +544,8 @@ QUEUE, CONSUMER = "//home/me/queue", "//home/me/consumer"
 
 
 def lag_is_zero(world: World) -> None:
-    """The README's status line for the queue shows every tablet at its end (lag 0)."""
+    """The status line for the queue (docs/cli.md, as in the README's "Check the lag") shows every tablet at its end
+    (lag 0)."""
     table = world.status("status --queue")
     ends = tablet_ends(world.yt, QUEUE)
     assert {int(p): (int(cells[0]), int(cells[3])) for p, cells in table.items()} == {
@@ -466,11 +562,15 @@ def log_payloads(world: World) -> list[str]:
     return [r["payload"] for r in world.yt.select_rows("payload from [//home/me/log]")]
 
 
-def after_server_and_queue(world: World, _: Any) -> None:
+def after_server(world: World, _: list[str]) -> None:
     (server,) = world.reader.background
     assert "ytqueue local server: proxy=" in server.output[0], server.output
     # The comment's promise: the data lands in ./ytqueue-data unless --data-dir says otherwise.
     assert (world.reader.workdir / "ytqueue-data").is_dir(), "`ytqueue local` did not keep its data in ./ytqueue-data"
+    assert world.reader.env.get("YT_PROXY") == world.yt_proxy, world.reader.env.get("YT_PROXY")
+
+
+def after_queue(world: World, _: list[str]) -> None:
     yt = world.yt
     attributes = yt.get(QUEUE, attributes=["dynamic", "sorted", "tablet_count", "schema"]).attributes
     assert attributes["dynamic"] and not attributes["sorted"] and attributes["tablet_count"] == 4
@@ -480,14 +580,34 @@ def after_server_and_queue(world: World, _: Any) -> None:
     assert consumer_registered(yt, QUEUE, CONSUMER)
 
 
+def after_produce(world: World, _: list[str]) -> None:
+    # Two lines of events.jsonl, two rows, spread round-robin over the tablets.
+    assert sorted(tablet_ends(world.yt, QUEUE).values()) == [0, 0, 1, 1]
+
+
 def before_reading(world: World) -> None:
     world.produced["read"] = produce_yt(world.yt, QUEUE, "read")
 
 
 def after_reading(world: World, reply: dict) -> None:
-    payloads = {row["payload"] for row in reply["streams"]["df"]}
-    assert set(world.produced["read"]) <= payloads, sorted(set(world.produced["read"]) - payloads)
+    one_query(reply)
+    shown = reply["stdout"]  # spark.table("events").show(): every row read (fewer than show()'s 20)
+    wanted = ["hello", "world", *world.produced["read"]]
+    missing = [p for p in wanted if not re.search(rf"\|\s*{re.escape(p)}\s*\|", shown)]
+    assert not missing, f"rows not shown: {missing}\n{shown}"
     lag_is_zero(world)  # a finished AvailableNow run leaves the consumer at the end
+
+
+def after_status(world: World, outputs: list[str]) -> None:
+    (output,) = outputs
+    table = status_table(output)
+    ends = tablet_ends(world.yt, QUEUE)
+    assert {int(p): int(cells[2]) for p, cells in table.items()} == ends, output
+    for cells in table.values():
+        committed, lag, end = cells[0], int(cells[3]), int(cells[2])
+        # A stopped query leaves its consumer at most one batch behind its sink (here: that batch's rows).
+        assert committed != "-" and int(committed) + lag == end, output
+    assert sum(int(cells[3]) for cells in table.values()) <= len(world.produced["write"]), output
 
 
 def before_zookeeper(world: World) -> None:
@@ -537,13 +657,16 @@ def after_kafka(world: World, reply: dict) -> None:
     assert sum(int(cells[0]) for cells in table.values()) == len(world.produced["kafka"]), table
 
 
-def after_tables(world: World, _: Any) -> None:
+def after_tables(world: World, _: list[str]) -> None:
     yt = world.yt
-    assert yt.exists("//home/me/producer")
     out = yt.get("//home/me/out", attributes=["sorted", "key_columns"]).attributes
     assert out["sorted"] and list(out["key_columns"]) == ["src_tablet", "src_row"]
     log = yt.get("//home/me/log", attributes=["sorted", "tablet_count"]).attributes
     assert not log["sorted"] and log["tablet_count"] == 2
+
+
+def after_producer(world: World, _: list[str]) -> None:
+    assert world.yt.exists("//home/me/producer")
 
 
 def before_writing(world: World) -> None:
@@ -687,66 +810,135 @@ def after_kudu(world: World, reply: dict) -> None:
 
 
 Check = tuple[Callable[[World], None] | None, Callable[[World, Any], None]]
-# (heading, kind) -> what the world does before the block, and what is checked after it.
-CHECKS: dict[tuple[str, str], Check] = {
-    ("Reading a queue", "shell"): (None, after_server_and_queue),
-    ("Reading a queue", "python"): (before_reading, after_reading),
-    ("Where offsets are kept: `offsets.store`", "python"): (before_zookeeper, after_zookeeper),
-    ("Reading and writing Kafka", "python"): (before_kafka, after_kafka),
-    ("Writing to YTsaurus", "shell"): (None, after_tables),
-    ("Writing to YTsaurus", "python"): (before_writing, after_writing),
-    ("Transactional exactly-once: rows and consumer advance in one transaction", "python"): (
-        before_transactional,
-        after_transactional,
+# (file, heading, kind) -> what the world does before the block, and what is checked after it (with the Python
+# session's reply, or the outputs of the shell block's lines).
+CHECKS: dict[tuple[str, str, str], Check] = {
+    ("README.md", "Start the local server", "shell"): (None, after_server),
+    ("README.md", "Create a queue and a consumer", "shell"): (None, after_queue),
+    ("README.md", "Produce rows", "shell"): (None, after_produce),
+    ("README.md", "Read with Spark", "python"): (before_reading, after_reading),
+    ("README.md", "Write to a YTsaurus table", "shell"): (None, after_tables),
+    ("README.md", "Write to a YTsaurus table", "python"): (before_writing, after_writing),
+    ("README.md", "Check the lag", "shell"): (None, after_status),
+    ("docs/offset-stores.md", "Where offsets are kept: `offsets.store`", "python"): (before_zookeeper, after_zookeeper),
+    ("docs/kafka.md", "Reading and writing Kafka", "python"): (before_kafka, after_kafka),
+    ("docs/writing-yt.md", "Producer sessions", "shell"): (None, after_producer),
+    (
+        "docs/writing-yt.md",
+        "Transactional exactly-once: rows and consumer advance in one transaction",
+        "python",
+    ): (before_transactional, after_transactional),
+    ("docs/dead-letters.md", "Bad records: stop, or divert to a dead-letter target", "python"): (
+        before_dead_letter,
+        after_dead_letter,
     ),
-    ("Bad records: stop, or divert to a dead-letter target", "python"): (before_dead_letter, after_dead_letter),
-    ('Writing to HBase: `format("spyt_hbase")`', "python"): (before_hbase, after_hbase),
-    ('Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "shell"): (None, after_users_queue),
-    ('Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "python"): (before_kudu, after_kudu),
+    ("docs/hbase.md", 'Writing to HBase: `format("spyt_hbase")`', "python"): (before_hbase, after_hbase),
+    ("docs/kudu.md", 'Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "shell"): (
+        None,
+        after_users_queue,
+    ),
+    ("docs/kudu.md", 'Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "python"): (
+        before_kudu,
+        after_kudu,
+    ),
 }
 
 
 # -- the tests ---------------------------------------------------------------------------------------------------
 
 
+def test_every_docs_page_is_in_the_index() -> None:
+    """The reader follows docs/ through its index: a page left out of it would have its blocks never run."""
+    pages = set(docs_in_reading_order())
+    missing = [relative(p) for p in sorted(DOCS.glob("*.md")) if p != DOCS_INDEX and p not in pages]
+    assert not missing, f"docs pages missing from {relative(DOCS_INDEX)} (add a link in reading order): {missing}"
+
+
 def test_every_code_block_is_run_or_listed() -> None:
-    blocks = readme_blocks()
-    unmarked = [f"README.md:{b.line - 1}" for b in blocks if not b.lang]
+    blocks = [b for page in all_pages() for b in page_blocks(page)]
+    unmarked = [b.where for b in blocks if not b.lang]
     assert not unmarked, f"code fences without a language (mark output samples ```text): {unmarked}"
-    unknown = [(f"README.md:{b.line - 1}", b.lang) for b in blocks if b.kind is None and b.lang not in NOT_CODE_LANGS]
+    unknown = [(b.where, b.lang) for b in blocks if b.kind is None and b.lang not in NOT_CODE_LANGS]
     assert not unknown, f"fence languages this test neither runs nor knows as not code: {unknown}"
-    keys = [b.key for b in blocks if b.kind is not None]
-    assert len(keys) == len(set(keys)), f"two blocks of one language under one heading: {keys}"
-    stale = set(NOT_RUN) - set(keys)
-    assert not stale, f"NOT_RUN lists blocks that are gone from README.md (heading renamed?): {sorted(stale)}"
+    code = [b for b in blocks if b.kind is not None]
+    seen: dict[tuple[str, str, str], str] = {}
+    for b in code:
+        assert b.key not in seen, f"{b.where}: a second {b.lang} block under {b.heading!r} (first at {seen[b.key]})"
+        seen[b.key] = b.where
+    stale = set(NOT_RUN) - set(seen)
+    assert not stale, f"NOT_RUN lists blocks that are gone (file or heading renamed?): {sorted(stale)}"
+    # Pages outside the reading order (CONTRIBUTING.md, the docs index) are never run: their blocks must be listed.
+    followed = {relative(p) for p in reading_order()}
+    never_run = [b.where for b in code if b.file not in followed and b.key not in NOT_RUN]
+    assert not never_run, f"code blocks outside the reading order ({relative(DOCS_INDEX)}), not in NOT_RUN: {never_run}"
     # Every code block not listed in NOT_RUN is run by test_readme_examples_in_order, and checked there:
-    unchecked = {(b.heading, b.kind) for b in blocks_to_run()} - set(CHECKS)
-    assert not unchecked, f"README code blocks run without a check of what they did (add one to CHECKS): {unchecked}"
-    gone = set(CHECKS) - {(b.heading, b.kind) for b in blocks_to_run()}
-    assert not gone, f"CHECKS for blocks that are gone from README.md: {sorted(gone)}"
+    run = {b.check_key: b.where for b in blocks_to_run()}
+    unchecked = sorted(where for key, where in run.items() if key not in CHECKS)
+    assert not unchecked, f"code blocks run without a check of what they did (add one to CHECKS): {unchecked}"
+    gone = set(CHECKS) - set(run)
+    assert not gone, f"CHECKS for blocks that are gone (file or heading renamed?): {sorted(gone)}"
 
 
 def test_command_line_summary_is_what_the_examples_run() -> None:
-    (summary,) = [b for b in readme_blocks() if b.key == ("Command line", "bash")]
-    summary_at = summary.line
+    summary = summary_block()
+    order = reading_blocks()
+    before = order[: order.index(summary)]
     ran = {
         tuple(command_words(line))
-        for b in blocks_to_run()
-        if b.kind == "shell" and b.line < summary_at
+        for b in before
+        if b.kind == "shell" and b.key not in NOT_RUN
         for line in b.code.splitlines()
     }
-    for line in summary.code.splitlines():
+    for number, line in enumerate(summary.code.splitlines(), summary.line):
         words = command_words(line)
         if not words or " ".join(words) in SUMMARY_LINES_NOT_RUN:
             continue
         if any(fragment in line for fragment in SUMMARY_LINES_RUN_BY_CHECKS):
             continue
-        assert tuple(words) in ran, f"README's Command line block: `{line.strip()}` is in no example block above it"
+        assert tuple(words) in ran, f"{summary.file}:{number}: `{line.strip()}` is in no example block run before it"
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """The anchors GitHub gives the headings of a page: lower case, punctuation dropped, spaces as hyphens, and
+    ``-1``, ``-2`` ... for repeated ones."""
+    anchors: set[str] = set()
+    fence = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and re.match(r"#{1,6} ", line):
+            slug = re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+            anchor, n = slug, 0
+            while anchor in anchors:
+                n += 1
+                anchor = f"{slug}-{n}"
+            anchors.add(anchor)
+    return anchors
+
+
+def test_relative_links_resolve() -> None:
+    """Every relative link of README.md, docs/*.md and CONTRIBUTING.md names a file of the project (and, with an
+    ``#anchor``, a heading of that page)."""
+    broken = []
+    for page in all_pages():
+        for number, target in markdown_links(page):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:, ...
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                broken.append(f"{relative(page)}:{number}: {target} (no such file)")
+            elif anchor and file.suffix == ".md" and anchor not in heading_anchors(file):
+                broken.append(f"{relative(page)}:{number}: {target} (no such heading in {relative(file)})")
+            elif file.exists() and not file.resolve().is_relative_to(ROOT):
+                broken.append(f"{relative(page)}:{number}: {target} (outside the project)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
 
 
 def test_readme_examples_in_order(request: pytest.FixtureRequest, tmp_path: Path) -> None:
-    """The README's blocks in order against its own ``ytqueue local`` and the session's Kafka, ZooKeeper, HBase and
-    Kudu (fixtures ``kafka_bootstrap``, ``zookeeper``, ``hbase``, ``kudu``, started when a block first names them)."""
+    """The README's and then docs/'s blocks in order against the README's own ``ytqueue local`` and the session's
+    Kafka, ZooKeeper, HBase and Kudu (fixtures ``kafka_bootstrap``, ``zookeeper``, ``hbase``, ``kudu``, started when a
+    block first names them)."""
     port = free_port()
     places = Placeholders(
         {
@@ -762,14 +954,22 @@ def test_readme_examples_in_order(request: pytest.FixtureRequest, tmp_path: Path
     world = World(reader, f"localhost:{port}", request)
     try:
         for block in blocks_to_run():
-            before, after = CHECKS[(block.heading, block.kind)]
+            before, after = CHECKS[block.check_key]
             if before is not None:
                 before(world)
             if block.kind == "shell":
-                for line in block.code.splitlines():
-                    reader.shell(line)
-                after(world, None)
+                outputs = [
+                    reader.shell(line, where=f"{block.file}:{number}").stdout
+                    for number, line in enumerate(block.code.splitlines(), block.line)
+                ]
+                result: Any = outputs
             else:
-                after(world, reader.run_python(block))
+                result = reader.run_python(block)
+            try:
+                after(world, result)
+            except AssertionError as error:
+                raise AssertionError(
+                    f"{block.where} ({block.heading}): the check after the block failed: {error}"
+                ) from error
     finally:
         reader.close()

@@ -247,11 +247,13 @@ def test_client_environment_is_not_the_servers(connect_spark, pipe, monkeypatch)
 
 
 def test_readme_recipe(connect_server, connect_spark, yt, yt_proxy, yt_root, checkpoint, capsys) -> None:
-    """The README's "Spark Connect" Python block, run as written against this session's server (the addresses,
-    ``//home/me/`` and the checkpoint path replaced), after the tables the README's earlier examples create."""
-    from tests.test_readme_examples import readme_blocks
+    """The "Spark Connect" Python block of docs/clusters.md, run as written against this session's server (the
+    addresses, ``//home/me/`` and the checkpoint path replaced), after the tables the README's examples create."""
+    from tests.test_readme_examples import DOCS, page_blocks
 
-    (block,) = [b for b in readme_blocks() if b.key == ("Spark Connect", "python")]
+    (block,) = [
+        b for b in page_blocks(DOCS / "clusters.md") if b.key == ("docs/clusters.md", "Spark Connect", "python")
+    ]
     code = block.code
     for value, replacement in {
         "sc://localhost:15002": connect_server.url,
@@ -259,7 +261,7 @@ def test_readme_recipe(connect_server, connect_spark, yt, yt_proxy, yt_root, che
         "//home/me/": f"{yt_root}/",
         "/tmp/spyt-connect/out": checkpoint,
     }.items():
-        assert value in code, f"the README's Spark Connect block no longer names {value}"
+        assert value in code, f"the Spark Connect block at {block.where} no longer names {value}"
         code = code.replace(value, replacement)
     queue, consumer, out = f"{yt_root}/queue", f"{yt_root}/consumer", f"{yt_root}/out"
     create_queue(yt, queue, [column("id", "int64", required=True), column("payload", "string")], tablet_count=2)
@@ -267,7 +269,7 @@ def test_readme_recipe(connect_server, connect_spark, yt, yt_proxy, yt_root, che
     create_sorted_table(yt, out, [SORTED_BY_SOURCE[0], SORTED_BY_SOURCE[1], column("payload", "string")])
     yt.insert_rows(queue, [{"id": i, "payload": f"p{i}", "$tablet_index": i % 2} for i in range(6)])
 
-    exec(compile(code, "README.md (Spark Connect)", "exec"), {})
+    exec(compile(code, f"{block.where} (Spark Connect)", "exec"), {})
 
     assert sorted(r["payload"] for r in yt.select_rows(f"payload from [{out}]")) == [f"p{i}" for i in range(6)]
     assert "6 rows" in capsys.readouterr().out
