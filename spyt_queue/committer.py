@@ -28,6 +28,14 @@ from spyt_queue.stores.base import OffsetStore
 log = logging.getLogger("spyt_queue.commit")
 
 
+def _text(error: BaseException) -> str:
+    """``error`` for a message: its type always, since some clients raise errors without text (kazoo's
+    ``NoAuthError()``, ``KazooTimeoutError()``)."""
+    text = str(error)
+    name = type(error).__name__
+    return f"{name}: {text}" if text and name not in text else text or name
+
+
 class Committer:
     """Moves a store's committed positions forward to offsets Spark has committed."""
 
@@ -107,7 +115,7 @@ class Committer:
             if not self.store.is_transient(error):
                 raise
             raise CommitError(
-                f"Could not read the committed positions from {self.store.describe()}: {error}. The checkpoint "
+                f"Could not read the committed positions from {self.store.describe()}: {_text(error)}. The checkpoint "
                 "still holds the progress; the next trigger retries."
             ) from error
         if all(known.get(key) == target[key] for key in target):
@@ -143,7 +151,7 @@ class Committer:
                     self._known = None
                     raise CommitError(
                         f"Could not advance the committed position to {new} after {attempt} attempt(s): "
-                        f"{error}. The checkpoint still holds the progress; the next trigger retries."
+                        f"{_text(error)}. The checkpoint still holds the progress; the next trigger retries."
                     ) from error
                 log.warning("advance to %s failed (attempt %d): %s; retrying in %.1fs", new, attempt, error, delay)
                 time.sleep(delay)
