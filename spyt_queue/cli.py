@@ -13,8 +13,9 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,8 @@ _PROXY_HELP = "YT proxy, e.g. localhost:8000 (default: $YT_PROXY)."
 STORE_PASSWORD_ENV = "SPYT_STORE_PASSWORD"
 #: Seconds the commands wait for a Kafka broker, ZooKeeper, a Kudu master or an HBase gateway to accept a connection.
 CONNECT_TIMEOUT_S = 10.0
+#: Seconds ``status`` waits for an offset store that accepted the connection to answer (a hung or wrong server).
+STORE_ANSWER_TIMEOUT_S = 10.0
 #: Loggers of client libraries that print every retry (kazoo's "Connection dropped", thrift's connect errors,
 #: librdkafka's lines as spyt-queue files them): silent unless ``--debug``; the command's own error says it once.
 CLIENT_LOGGERS = ("kazoo", "thrift", "happybase", "spyt_queue.kafka.librdkafka", "jpype")
@@ -530,8 +533,19 @@ def status(
                 err=True,
                 fg="yellow",
             )
+    stuck = False  # a store client blocked in a call: closing it would wait for the call
     try:
-        rows = backend_lag(backend, offsets)
+        if offsets is None:
+            rows = backend_lag(backend)
+        else:
+            rows = _within(STORE_ANSWER_TIMEOUT_S, backend_lag, backend, offsets)
+    except _NoAnswer:
+        assert offsets is not None
+        stuck = True
+        raise CliError(
+            f"the offset store {offsets.describe()} did not answer within {STORE_ANSWER_TIMEOUT_S:.0f} s (it accepts "
+            "connections): is it the server --store names, and is it healthy? check --store"
+        ) from None
     except Exception as error:
         if offsets is None or isinstance(error, CliError) or not offsets.is_transient(error):
             raise
@@ -543,7 +557,7 @@ def status(
         if offsets is not None and all(row.committed is None for row in rows):
             hints.append(_group_hint(offsets, store_group, bool(bootstrap_servers)))
     finally:
-        if offsets is not None:
+        if offsets is not None and not stuck:
             offsets.close()
     table = Table(title=title)
     for name in ("partition", "committed", "first row", "end", "lag"):
@@ -555,6 +569,32 @@ def status(
     console.print(table)
     for hint in hints:
         typer.secho(hint, err=True, fg="yellow")
+
+
+class _NoAnswer(Exception):
+    """A call :func:`_within` gave up waiting for."""
+
+
+def _within(seconds: float, call: Callable[..., Any], *args: Any) -> Any:
+    """``call(*args)`` in a daemon thread; its result or error, or :class:`_NoAnswer` when it has not returned
+    within ``seconds`` (the thread is left behind: a client stuck on a silent server does not keep the command
+    from ending). Store clients retry a server that accepts connections but never answers for up to minutes."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = call(*args)
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name="ytqueue-store", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise _NoAnswer(f"no answer within {seconds} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
 
 
 def _group_hint(offsets: Any, group: str, kafka: bool) -> str:
