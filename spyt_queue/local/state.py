@@ -833,7 +833,10 @@ class State:
                         default_tablet = random.choice(mounted)
                     index = default_tablet
                 by_tablet.setdefault(int(index), []).append(row)
+        count = len(table.tablets)
         for index in by_tablet:
+            if not 0 <= index < count:  # as YTsaurus's client routes rows: a plain error, not 1701 NoSuchTablet
+                raise YtError(f"Invalid tablet index: actual {index}, expected in range [0, {count - 1}]")
             self.validate_mounted(node, self._tablet(node, index), write=True)
         target = tx.ordered_writes.setdefault(node.id, {})
         tx.table_paths[node.id] = node.path

@@ -162,6 +162,18 @@ def test_reshard_of_mounted_table_fails_without_no_such_tablet_code(yt, yt_root)
     assert yt.get(f"{path}/@tablet_count") == 1
 
 
+def test_insert_with_tablet_index_out_of_range_fails_without_no_such_tablet_code(yt, yt_root):
+    """A row whose ``$tablet_index`` names no tablet is refused as YTsaurus's client refuses it when routing rows
+    (``tablet_helpers.cpp``: "Invalid tablet index: actual %v, expected in range [0, %v]", a plain error): not
+    1701, which ``yt.wrapper`` would retry as a transient dynamic-table error for minutes."""
+    path = create_queue(yt, f"{yt_root}/q", tablet_count=2)
+    with pytest.raises(YtResponseError) as info:
+        yt.insert_rows(path, [{"$tablet_index": 5, "data": "x"}])
+    assert not info.value.is_no_such_tablet(), info.value
+    assert "Invalid tablet index: actual 5, expected in range [0, 1]" in str(info.value), info.value
+    assert [info["total_row_count"] for info in tablet_infos(yt, path, 2)] == [0, 0]
+
+
 def test_freeze_of_unmounted_table_fails_without_no_such_tablet_code(yt, yt_root):
     """Freezing an unmounted table is refused; the tablet exists, so the error must not be 1701
     (NoSuchTablet)."""
