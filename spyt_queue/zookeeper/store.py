@@ -45,7 +45,8 @@ naming it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
@@ -246,8 +247,33 @@ class ZooKeeperStore(ConnectedStore):
         except NoNodeError:
             return []
 
+    @contextmanager
+    def _admitted(self, what: str) -> Iterator[None]:
+        """Turn ZooKeeper's refusals of this client (kazoo raises ``NoAuthError()`` without text) into an error
+        naming the options that fix them."""
+        # lazy: kazoo loads only in processes that use a ZooKeeper store
+        from kazoo.exceptions import AuthFailedError, NoAuthError
+
+        try:
+            yield
+        except NoAuthError as error:
+            raise SpytQueueError(
+                f"{self.describe()}: ZooKeeper refused to {what} (NoAuth: the ACL of a znode on the way does not "
+                "admit this client). Give the user and password that created it (offsets.store.user, "
+                "offsets.store.password), or choose a root of this query's own in offsets.store"
+            ) from error
+        except AuthFailedError as error:
+            raise SpytQueueError(
+                f"{self.describe()}: ZooKeeper refused the credentials (AuthFailed): check offsets.store.user and "
+                "offsets.store.password"
+            ) from error
+
     def committed(self) -> dict[str, int | None]:
         """Every partition with a znode, and its position."""
+        with self._admitted("read the committed positions"):
+            return self._committed()
+
+    def _committed(self) -> dict[str, int | None]:
         if self.layout == "kafka":
             keys = [
                 f"{decode_component(topic)}:{index}"
@@ -282,6 +308,10 @@ class ZooKeeperStore(ConnectedStore):
     def advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None = None) -> None:
         """Move every partition of ``new`` from ``old`` in one ``multi`` transaction (see the module docstring),
         which also stores ``writer`` in the source's writer znode (``<root>/<group>/writers/<source>``)."""
+        with self._admitted("write the committed positions"):
+            self._advance(old, new, writer)
+
+    def _advance(self, old: Mapping[str, int | None], new: Mapping[str, int], writer: str | None) -> None:
         # lazy: kazoo loads only in processes that use a ZooKeeper store
         from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 

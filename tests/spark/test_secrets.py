@@ -172,7 +172,8 @@ def test_zookeeper_uri_userinfo_is_masked_in_every_message(spark, zookeeper, yt_
     it (naming the options to use instead) without repeating it; the store's own errors, ``describe()`` and
     ``repr()`` mask it; the CLI still takes it and reads with it, and masks it too."""
     _debug_logs(caplog)
-    secret_uri = f"zookeeper://alice:{ZK_PASSWORD}@{zookeeper.hosts}/spyt"
+    # a root of this test's own: its creator-only znodes must not lock other tests (and the docs' /spyt) out
+    secret_uri = f"zookeeper://alice:{ZK_PASSWORD}@{zookeeper.hosts}/spyt-masked-{uuid.uuid4().hex[:8]}"
     messages: dict[str, str] = {}
     for name, uri in {
         "valid_uri": secret_uri,

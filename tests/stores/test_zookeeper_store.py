@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from spyt_queue.committer import Committer
-from spyt_queue.errors import ConsumerConflictError, OptionError
+from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.zookeeper.store import ZooKeeperStore, decode_component, encode_component, from_uri, parse_uri
 
 
@@ -134,8 +134,10 @@ def test_acl_and_digest_auth_from_the_uri(zookeeper, kazoo, root: str) -> None:
         acls = {(a.id.scheme, a.perms) for a in kazoo.get_acls(path)[0]}
         assert acls == {("digest", 31), ("world", 1)}
         assert stranger.committed() == {"0": 6}  # world-readable
-        with pytest.raises(NoAuthError) as raised:
+        with pytest.raises(SpytQueueError, match="refused to write the committed positions") as raised:
             stranger.advance({"0": 6}, {"0": 7})
+        assert isinstance(raised.value.__cause__, NoAuthError)
+        assert "offsets.store.user, offsets.store.password" in str(raised.value)
         assert not stranger.is_transient(raised.value) and not isinstance(raised.value, ConsumerConflictError)
         assert owner.committed() == {"0": 6}
     finally:
