@@ -1,6 +1,6 @@
 """The short chaos run of CI: a producer keeps writing while the streaming driver is SIGKILLed (once with its
 checkpoints deleted), the embedded YT server is SIGKILLed and the Kafka broker too, each restarted, and, the driver
-running on the session's standalone Spark cluster, an executor (twice) and a whole worker are SIGKILLed mid-batch;
+running on the session's standalone Spark cluster, an executor and a whole worker are SIGKILLed mid-batch;
 every exactly-once
 pipeline must end with nothing lost and nothing twice, the at-least-once one with nothing lost, every store at the
 source's end, and no acknowledged write missing from a server. ``bench/chaos.py`` runs the same harness longer."""
@@ -35,21 +35,22 @@ def test_every_pipeline_keeps_its_guarantee_through_sigkills(tmp_path, spark_clu
     config = ChaosConfig(
         work_dir=tmp_path / "chaos",
         kills=4,
-        executor_kills=2,
+        executor_kills=1,
         worker_kills=1,
         cluster=spark_cluster,
         rows=1500,
         seconds=30,
         seed=13,
+        max_pause_s=1.0,  # CI time: the longer pauses of bench/chaos.py add nothing a short run can show
         queries_per_driver=len(PIPELINES),
     )
     report = run_chaos(config)
     lines = "\n".join(report.lines())
     print(lines)
     assert sorted(report.events) == sorted(
-        ["driver", "driver-fresh", "kafka-broker", "yt-server", "executor", "executor", "worker"]
+        ["driver", "driver-fresh", "kafka-broker", "yt-server", "executor", "worker"]
     ), lines
-    assert report.executors_lost >= 3, lines  # the drivers saw every executor and worker kill
+    assert report.executors_lost >= 2, lines  # the drivers saw every executor and worker kill
     assert {p.name for p in report.pipelines} == set(PIPELINES), lines
     for result in report.pipelines:
         assert result.rows > 0, lines
