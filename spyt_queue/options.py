@@ -160,7 +160,7 @@ def unknown_option_message(
     if close:
         message += f"; did you mean '{close[0]}'?"
     else:
-        message += " (see the option tables in the README"
+        message += " (see the option tables in docs/: reading.md, kafka.md, writing-yt.md, hbase.md, kudu.md"
         if prefixes:
             message += f"; {', '.join(p + '*' for p in prefixes)} options are passed through"
         message += ")"

@@ -62,7 +62,8 @@ def test_misspelt_prefix_is_suggested() -> None:
 def test_unknown_name_without_a_close_match_points_to_the_tables() -> None:
     message = refused(check_source_options, {"path": "//q", "zzz": "1"})
     assert message == (
-        "Invalid option 'zzz': not an option of the YTsaurus queue source (see the option tables in the README; "
+        "Invalid option 'zzz': not an option of the YTsaurus queue source "
+        "(see the option tables in docs/: reading.md, kafka.md, writing-yt.md, hbase.md, kudu.md; "
         "yt.* options are passed through)"
     )
 
