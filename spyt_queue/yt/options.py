@@ -44,7 +44,8 @@ def connection_from_options(options: Options) -> YtConnection:
         raise OptionError(
             "proxy",
             "no YTsaurus proxy given: set .option('proxy', 'host:port') or the YT_PROXY environment variable "
-            "(for the embedded local server, the address printed by 'ytqueue local')",
+            "(for the embedded local server, the address printed by 'ytqueue local'); YT_PROXY must be set before "
+            "the SparkSession starts: Spark's Python workers keep the environment of its start",
         )
     config: dict = {}
     for key, value in options.with_prefix(YT_CONFIG_PREFIX).items():

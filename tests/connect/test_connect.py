@@ -242,7 +242,8 @@ def test_client_environment_is_not_the_servers(connect_spark, pipe, monkeypatch)
     assert line.endswith(
         "OptionError: Invalid option 'proxy': no YTsaurus proxy given: set .option('proxy', "
         "'host:port') or the YT_PROXY environment variable (for the embedded local server, the "
-        "address printed by 'ytqueue local')"
+        "address printed by 'ytqueue local'); YT_PROXY must be set before the SparkSession starts: Spark's Python "
+        "workers keep the environment of its start"
     ), line
 
 
