@@ -189,6 +189,18 @@ def test_unreachable_proxy_on_the_sink_fails_within_connect_timeout(spark) -> No
     assert seconds < 2 + SLACK_S
 
 
+# -- a queue that is not there ---------------------------------------------------------------------------------------
+
+
+def test_missing_queue_names_the_path_given_to_load(spark, yt_proxy, yt_root) -> None:
+    missing = f"{yt_root}/no-such-queue"
+    error, seconds = failure(lambda: spark.read.format("ytqueue").option("proxy", yt_proxy).load(missing))
+    line = first_line(error)
+    assert f"Queue {missing} does not exist on " in line and "(check the path given to load())" in line, line
+    clean(line)
+    assert seconds < SLACK_S
+
+
 # -- a consumer that is not registered -------------------------------------------------------------------------------
 
 
