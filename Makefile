@@ -20,7 +20,7 @@ demo: venv
 	$(VENV)/bin/ytqueue demo
 
 test: deps
-	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q --durations=60
 
 lint: venv
 	$(VENV)/bin/ruff check .
