@@ -111,6 +111,13 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def printed_by(code: str, timeout: float = 120) -> str:
+    """What ``code`` prints, run by this interpreter in a fresh process from the project's root."""
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=timeout
+    ).stdout
+
+
 def test_no_import_circles() -> None:
     found = circles(import_edges(ROOT))
     assert not found, "import circles (move the shared helper down into a module both can import):\n" + "\n".join(
@@ -157,9 +164,7 @@ def test_importing_the_embedded_server_loads_no_plugin_module_and_no_spark() -> 
         "print('\\n'.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('spyt_queue', 'sinks', 'pyspark', 'confluent_kafka', 'kazoo', 'jpype', 'happybase', 'thriftpy2'))))\n"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
-    ).stdout.split()
+    loaded = printed_by(code).split()
     assert "spyt_queue.local.server" in loaded
     assert [m for m in loaded if m != "spyt_queue" and not m.startswith("spyt_queue.local")] == []
 
@@ -177,9 +182,7 @@ def test_importing_every_module_loads_no_heavy_optional_dependency() -> None:
         "print(' '.join(names))\n"
         "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & heavy)))\n"
     )
-    imported, heavy = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=300
-    ).stdout.split("\n")[:2]
+    imported, heavy = printed_by(code, timeout=300).split("\n")[:2]
     assert {"spyt_queue.sinks.kudu.client", "spyt_queue.sinks.hbase.writer", "spyt_queue.zookeeper.store"} <= set(
         imported.split()
     )
@@ -194,9 +197,7 @@ def test_the_data_sources_load_no_ytsaurus_client_until_a_query_needs_it() -> No
         "import sys, spyt_queue.spark.source, spyt_queue.sinks.kudu.source, spyt_queue.sinks.hbase.source\n"
         "print(*sorted({'yt.wrapper', 'pandas', 'spyt_queue.yt.backend'} & set(sys.modules)))\n"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
-    ).stdout.split()
+    loaded = printed_by(code).split()
     assert loaded == []
 
 
@@ -221,7 +222,5 @@ def test_a_ytsaurus_query_and_ytqueue_status_load_no_kafka_client() -> None:
         "assert 'cannot reach 127.0.0.1:9' in result.output, result.output\n"
         "print(*sorted(m for m in sys.modules if m.split('.')[0] == 'confluent_kafka'))\n"
     )
-    loaded = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
-    ).stdout.split()
+    loaded = printed_by(code).split()
     assert loaded == [], f"a YTsaurus-only process loaded the Kafka client: {loaded}"
