@@ -7,13 +7,13 @@ tasks run in executor processes of the workers.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from spyt_queue.yt.admin import column, create_sorted_table
 from tests.kafka.helpers import Topic
+from tests.spark.helpers import purge_last_commit
 
 pytestmark = pytest.mark.spark
 
@@ -35,15 +35,6 @@ def _run(spark: Any, topic: Topic, target: str, proxy: str, checkpoint: str) -> 
     assert query.exception() is None, query.exception()
 
 
-def _purge_last_commit(checkpoint: str) -> int:
-    """Delete the newest ``commits/N`` so Spark replays batch N (as if the driver died right after the sink)."""
-    commits = Path(checkpoint) / "commits"
-    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-    (commits / str(last)).unlink()
-    (commits / f".{last}.crc").unlink(missing_ok=True)
-    return last
-
-
 def test_kafka_into_a_sorted_yt_table_is_exactly_once_through_a_replay(
     spark, kafka_bootstrap, yt, yt_proxy, yt_root, checkpoint
 ) -> None:
@@ -60,7 +51,7 @@ def test_kafka_into_a_sorted_yt_table_is_exactly_once_through_a_replay(
     )
     ids = topic.produce(60)
     _run(spark, topic, target, yt_proxy, checkpoint)
-    assert _purge_last_commit(checkpoint) >= 1  # several batches (15 rows per partition each)
+    assert purge_last_commit(checkpoint) >= 1  # several batches (15 rows per partition each)
     ids += topic.produce(20)
     _run(spark, topic, target, yt_proxy, checkpoint)  # replays the last batch, then reads the new records
     written = sorted(int(r["id"]) for r in yt.select_rows(f"id FROM [{target}]"))

@@ -143,3 +143,12 @@ def produce_ids(yt: Any, queue: str, first: int, count: int, tablets: int = 2) -
         queue, [{"id": i, "payload": f"e{i}", "$tablet_index": i % tablets} for i in range(first, first + count)]
     )
     return list(range(first, first + count))
+
+
+def purge_last_commit(checkpoint: str) -> int:
+    """Delete the newest ``commits/N`` so Spark replays batch N (as if the driver died right after the sink)."""
+    commits = Path(checkpoint) / "commits"
+    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    return last

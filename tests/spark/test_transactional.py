@@ -22,7 +22,7 @@ from spyt_queue.offsets import StreamOffset
 from spyt_queue.options import Options
 from spyt_queue.spark.sink import YtStreamWriter, yt_stream_writer
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
-from tests.spark.helpers import EVENT_SCHEMA, produce_ids
+from tests.spark.helpers import EVENT_SCHEMA, produce_ids, purge_last_commit
 from tests.spark.killed_driver import kill_driver_midway
 
 pytestmark = pytest.mark.spark
@@ -263,15 +263,6 @@ def _run(spark, s: Setup, checkpoint: str, **source: Any) -> None:
         raise query.exception()
 
 
-def _purge_last_commit(checkpoint: str) -> int:
-    """Delete the newest ``commits/N`` so Spark replays batch N (as if the driver died right after the sink)."""
-    commits = Path(checkpoint) / "commits"
-    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-    (commits / str(last)).unlink()
-    (commits / f".{last}.crc").unlink(missing_ok=True)
-    return last
-
-
 def test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing(spark, setup, checkpoint) -> None:
     """A filter (one row in three, no service columns) into an ordered table: the consumer is at the end as soon as
     the run ends (it moved with each batch, not one trigger later); a replayed last batch, whose transaction had
@@ -280,7 +271,7 @@ def test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing(s
     _run(spark, setup, checkpoint, max_rows_per_partition=5)
     assert setup.ids() == [i for i in ids if i % 3 == 0]
     assert setup.offsets() == {0: 10, 1: 10}
-    assert _purge_last_commit(checkpoint) == 1
+    assert purge_last_commit(checkpoint) == 1
     more = produce_ids(setup.yt, setup.queue, 20, 10)
     _run(spark, setup, checkpoint, max_rows_per_partition=5)
     assert setup.ids() == [i for i in ids + more if i % 3 == 0], "no duplicate from the replay, nothing lost"
