@@ -38,7 +38,7 @@ from pyspark.sql.types import (
 
 from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.collector import gc_paused
-from spyt_queue.errors import SpytQueueError
+from spyt_queue.errors import SpytQueueError, UnreachableError
 from spyt_queue.kafka.clients import READ_COMMITTED, admin_client, isolation_level, pooled_consumer
 from spyt_queue.kafka.errors import (
     admin_result,
@@ -163,6 +163,11 @@ class KafkaBackend(QueueBackend):
         keys = self.partitions()
         lows = self._list_offsets({k: OffsetSpec.earliest() for k in keys})
         highs = self._list_offsets({k: OffsetSpec.latest() for k in keys})
+        unknown = sorted(k for k in keys if lows[k] < 0 or highs[k] < 0)
+        if unknown:  # -1001: no leader answered for the partition yet (a broker restarting), not an end
+            raise UnreachableError(
+                f"Kafka answered no offsets for {', '.join(unknown)} (no leader known yet: a broker restarting?)"
+            )
         return {k: PartitionBounds(lows[k], highs[k]) for k in keys}
 
     def offsets_for_timestamps(self, timestamps: Mapping[str, int]) -> dict[str, int | None]:
