@@ -1,33 +1,39 @@
 """The one place that turns a user's options into what a query needs: a backend, reader settings, an offset store.
 
-The Spark adapter (:mod:`spyt_queue.spark`) calls these functions and knows no backend. Which backend reads the log
-is decided by the options (``kafka.bootstrap.servers`` means Kafka, otherwise a YTsaurus queue path); which store
-keeps positions by ``offsets.store`` (see :mod:`spyt_queue.stores.registry`).
+Which kind of source reads the log is chosen once, by :func:`source_kind` (``kafka.bootstrap.servers`` means Kafka,
+otherwise a YTsaurus queue path); the chosen :class:`SourceKind` knows its declared options, how to check them, how
+to build its backend and reader settings and which writer a ``writeStream`` to it gets. :func:`prepare` validates a
+query's options in one pass (names, then values, then the servers: each fails before the next is tried) for each of
+Spark's entry points. The Spark adapter (:mod:`spyt_queue.spark`) calls these and knows no backend. Which store keeps
+positions is chosen by ``offsets.store`` (see :mod:`spyt_queue.stores.registry`).
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from spyt_queue.backend import QueueBackend
 from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
-from spyt_queue.deadletter import KAFKA_PREFIX as DEAD_LETTER_KAFKA_PREFIX
 from spyt_queue.deadletter_targets import dead_letter_target, prepared_target
 from spyt_queue.errors import OptionError
 from spyt_queue.kafka.options import (
-    KAFKA_PREFIX,
     KAFKA_SOURCE_OPTIONS,
     SPARK_KAFKA_IGNORED_OPTIONS,
     kafka_backend_from_options,
     kafka_config,
     kafka_reader_settings,
 )
-from spyt_queue.options import Options, connect_timeout
-from spyt_queue.settings import READER_OPTIONS, TIMESTAMP_OPTIONS, ReaderSettings
+from spyt_queue.options import Option, Options, connect_timeout, option_names
+from spyt_queue.settings import READER_OPTIONS, STORE_KINDS, TIMESTAMP_OPTIONS, ReaderSettings
+from spyt_queue.sink_options import without_dead_letter_kafka
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.stores.registry import OPTION as STORE_OPTION
 from spyt_queue.stores.registry import (
     PASSWORD_OPTION,
+    STORE_OPTIONS,
     USER_OPTION,
     StoreCredentials,
     check_uri,
@@ -35,9 +41,8 @@ from spyt_queue.stores.registry import (
     open_store,
 )
 
-#: Offset store options (``offsets.store`` is parsed by :mod:`spyt_queue.stores.registry`, the group here; the
-#: password has an option of its own, whose name Spark redacts, never a place in the URI that Spark prints).
-STORE_OPTIONS = (STORE_OPTION, "offsets.group", USER_OPTION, PASSWORD_OPTION)
+#: The option whose presence makes a source or sink a Kafka one.
+KAFKA_BOOTSTRAP = "kafka.bootstrap.servers"
 
 
 def _yt_options() -> ModuleType:
@@ -48,115 +53,227 @@ def _yt_options() -> ModuleType:
     return options
 
 
-def is_kafka(options: Options) -> bool:
-    """Whether the options describe a Kafka source or sink."""
-    return "kafka.bootstrap.servers" in options
+class SourceKind(ABC):
+    """A kind of log a query reads or writes (a YTsaurus queue, Kafka topics): its options and how to open it."""
+
+    #: How error messages name the source.
+    what: str
+
+    @abstractmethod
+    def declared(self) -> tuple[Option, ...]:
+        """Every option a query of this kind reads (reader settings and offset stores included)."""
+
+    @abstractmethod
+    def check_options(self, options: Options) -> None:
+        """Refuse option names no part of the source reads (a misspelt ``max_rows_per_partiton``), before any work.
+
+        The names are those of either mode: options valid for one mode only (``endingOffsets`` on a stream) are
+        refused by :class:`ReaderSettings` with a message of their own."""
+
+    @abstractmethod
+    def backend(self, options: Options, streaming: bool) -> QueueBackend:
+        """The backend reading the log (validated, not yet connected where avoidable)."""
+
+    @abstractmethod
+    def settings(self, options: Options, streaming: bool | None) -> ReaderSettings:
+        """Reader settings for a stream, a batch, or (``None``) ``load()``, where only what is invalid in both modes
+        can be rejected."""
+
+    @abstractmethod
+    def check_reachable(self, options: Options) -> None:
+        """Fail within ``connect_timeout`` seconds, in one line naming the endpoint, if the servers do not answer."""
+
+    def check_native_store(self, backend: QueueBackend) -> None:  # noqa: B027 - most kinds have nothing to check
+        """Check, on the driver when a query starts, that the backend's own offset store can be used."""
+
+    @abstractmethod
+    def stream_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
+        """The ``DataSourceStreamWriter`` of a ``writeStream`` to this kind of target."""
+
+    @abstractmethod
+    def batch_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
+        """The ``DataSourceWriter`` of a ``write`` to this kind of target."""
 
 
-def check_source_options(options: Options) -> None:
-    """Refuse option names no part of the source reads (a misspelt ``max_rows_per_partiton``), before any work.
+class YtSource(SourceKind):
+    """A YTsaurus queue (an ordered dynamic table) read through a consumer table; writes go to dynamic tables."""
 
-    The names are those of either mode: options valid for one mode only (``endingOffsets`` on a stream) are
-    refused by :class:`ReaderSettings` with a message of their own."""
-    if is_kafka(options):
-        known = (*KAFKA_SOURCE_OPTIONS, *SPARK_KAFKA_IGNORED_OPTIONS, *READER_OPTIONS, *TIMESTAMP_OPTIONS)
-        yt_only = ("proxy", "consumer_path", "include_service_columns", "parsing_type_v3", "binary_strings")
-        hints = {name: "it is an option of YTsaurus queues, not of Kafka topics" for name in yt_only}
+    what = "the YTsaurus queue source"
+
+    def declared(self) -> tuple[Option, ...]:
+        """The YT source's options, the reader settings, offset stores and dead letters."""
+        return (*_yt_options().YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS)
+
+    def check_options(self, options: Options) -> None:
+        """Unknown names, with a hint for the Kafka adapter's options."""
+        own = {name.lower() for name in option_names(self.declared())}
+        hints = {
+            name: "it is an option of the Kafka adapter, which is used when kafka.bootstrap.servers is set"
+            for name in option_names(KAFKA_SOURCE_OPTIONS, TIMESTAMP_OPTIONS)
+            if name.lower() not in own
+        }
+        without_dead_letter_kafka(options).check_known(self.declared(), self.what, hints=hints)
+
+    def backend(self, options: Options, streaming: bool) -> QueueBackend:
+        """The YT backend, with its dead-letter target bound to it; a stream needs somewhere to commit: the
+        consumer table, unless another store is named."""
+        needs_consumer = streaming and is_native(options.get_str(STORE_OPTION))
+        backend = _yt_options().yt_backend_from_options(options, streaming=needs_consumer)
+        target = dead_letter_target(options)  # validated here, checked on its server when the query connects
+        if target is not None:
+            backend.dead_letters = target.bind(f"yt:{backend.queue_path}", "source")
+        return backend
+
+    def settings(self, options: Options, streaming: bool | None) -> ReaderSettings:
+        """A stream starts at the consumer's offsets; a batch read at them only if a store is named, else at the
+        earliest row."""
+        has_store = "consumer_path" in options or not is_native(options.get_str(STORE_OPTION))
+        if streaming or streaming is None:
+            return ReaderSettings.parse(options, starting_default="consumer", streaming=streaming)
+        if has_store:
+            return ReaderSettings.parse(options, starting_default="consumer", streaming=False)
+        return ReaderSettings.parse(options, starting_default="earliest", streaming=False, named=("earliest", "latest"))
+
+    def check_reachable(self, options: Options) -> None:
+        """The proxy answers, and the dead-letter target exists (or is created with ``deadLetter.create=true``)."""
+        _yt_options().reachable_connection(options)
+        prepared_target(options)
+
+    def check_native_store(self, backend: QueueBackend) -> None:
+        """The consumer table exists and is registered for the queue."""
+        _yt_options().check_consumer_registered(backend)
+
+    def stream_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
+        """Micro-batches to a YT dynamic table."""
+        # lazy: a sink's modules load only in the processes that write, not in a reader's
+        from spyt_queue.spark.sink import yt_stream_writer
+
+        return yt_stream_writer(options, schema, overwrite)
+
+    def batch_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
+        """A DataFrame to a YT dynamic table."""
+        from spyt_queue.spark.sink import yt_batch_writer
+
+        return yt_batch_writer(options, schema, overwrite)
+
+
+class KafkaSource(SourceKind):
+    """Kafka topics, with Spark's Kafka source options and rules; writes go to topics."""
+
+    what = "the Kafka source"
+
+    def declared(self) -> tuple[Option, ...]:
+        """The Kafka source's options (Spark's ignored ones included), reader settings and offset stores."""
+        return (
+            *KAFKA_SOURCE_OPTIONS,
+            *SPARK_KAFKA_IGNORED_OPTIONS,
+            *READER_OPTIONS,
+            *TIMESTAMP_OPTIONS,
+            *STORE_OPTIONS,
+        )
+
+    def check_options(self, options: Options) -> None:
+        """Unknown names, with hints for YTsaurus options and dead letters (the Kafka source has none)."""
+        # plain names: the YT declarations live beside yt.wrapper code a Kafka process need not load
+        yt_only = ("proxy", "cluster", "consumer_path", "consumerPath", "include_service_columns", "parsing_type_v3")
+        hints = {
+            name: "it is an option of YTsaurus queues, not of Kafka topics" for name in (*yt_only, "binary_strings")
+        }
         hints["path"] = "a Kafka source reads topics: use subscribe, subscribePattern or assign instead of load(path)"
-        for name in DEAD_LETTER_OPTIONS:
+        for name in option_names(DEAD_LETTER_OPTIONS):
             hints[name] = (
                 "the Kafka source returns key and value as bytes and never rejects a record, so it has no dead "
                 "letters; set deadLetter.* on the sink (writeStream) to divert records it refuses"
             )
-        options.check_known((*known, *STORE_OPTIONS), "the Kafka source", prefixes=(KAFKA_PREFIX,), hints=hints)
-        return
-    yt = _yt_options()
-    kafka_only = (*KAFKA_SOURCE_OPTIONS, *TIMESTAMP_OPTIONS)
-    hints = {
-        name: "it is an option of the Kafka adapter, which is used when kafka.bootstrap.servers is set"
-        for name in kafka_only
-        if name.lower() not in {known.lower() for known in yt.YT_SOURCE_OPTIONS}
-    }
-    _without_dead_letter_kafka(options).check_known(
-        (*yt.YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS),
-        "the YTsaurus queue source",
-        prefixes=(yt.YT_CONFIG_PREFIX,),
-        hints=hints,
-    )
+        options.check_known(self.declared(), self.what, hints=hints)
 
+    def backend(self, options: Options, streaming: bool) -> QueueBackend:
+        """The Kafka backend; its own store is the consumer group."""
+        return kafka_backend_from_options(options)
 
-#: Options Spark itself passes to every streaming sink (``writeStream...start(path)`` passes ``path`` too).
-SPARK_SINK_OPTIONS = ("path", "checkpointLocation", "queryName")
+    def settings(self, options: Options, streaming: bool | None) -> ReaderSettings:
+        """Kafka's names and defaults (``startingOffsets`` latest on a stream, earliest on a batch)."""
+        return kafka_reader_settings(options, streaming)
 
-
-def check_sink_options(options: Options, known: tuple[str, ...], what: str, prefix: str) -> None:
-    """Refuse option names ``what`` (a sink) does not read, saying so when one belongs to the source."""
-    reading = (
-        *READER_OPTIONS,
-        *TIMESTAMP_OPTIONS,
-        *STORE_OPTIONS,
-        "consumer_path",
-        "subscribe",
-        "include_service_columns",
-    )
-    hints = {name: "it is a reading option: set it on spark.readStream / spark.read" for name in reading}
-    _without_dead_letter_kafka(options).check_known(
-        (*known, *SPARK_SINK_OPTIONS, *DEAD_LETTER_OPTIONS), what, prefixes=(prefix,), hints=hints
-    )
-
-
-def _without_dead_letter_kafka(options: Options) -> Options:
-    """``options`` without ``deadLetter.kafka.*`` (the dead-letter producer's configuration, checked by
-    :func:`spyt_queue.deadletter_targets.dead_letter_target`), so unknown-option messages do not list that prefix."""
-    prefix = DEAD_LETTER_KAFKA_PREFIX.lower()
-    return Options({key: value for key, value in options.raw().items() if not key.startswith(prefix)})
-
-
-def check_reachable(options: Options) -> None:
-    """Fail within ``connect_timeout`` seconds, in one line naming the endpoint, if the proxy or the Kafka brokers
-    do not answer (checked once per process; ``yt.wrapper`` alone retries an unreachable proxy for two minutes)."""
-    timeout = connect_timeout(options)
-    if is_kafka(options):
+    def check_reachable(self, options: Options) -> None:
+        """A broker answers a metadata request."""
         # lazy: confluent_kafka (~0.3 s) loads only in processes that read or write Kafka
         from spyt_queue.kafka.clients import check_brokers_reachable
 
-        check_brokers_reachable(kafka_config(options), timeout)
-        return
-    _yt_options().reachable_connection(options)
-    prepared_target(options)  # the dead-letter target exists (or is created with deadLetter.create=true)
+        check_brokers_reachable(kafka_config(options), connect_timeout(options))
+
+    def stream_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
+        """Micro-batches to Kafka topics."""
+        from spyt_queue.kafka.sink import kafka_stream_writer
+
+        return kafka_stream_writer(options, schema)
+
+    def batch_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
+        """A DataFrame to Kafka topics."""
+        from spyt_queue.kafka.sink import kafka_batch_writer
+
+        return kafka_batch_writer(options, schema)
+
+
+YT_SOURCE, KAFKA_SOURCE = YtSource(), KafkaSource()
+
+
+def source_kind(options: Options) -> SourceKind:
+    """The kind of source (or sink) the options describe: Kafka when ``kafka.bootstrap.servers`` is set."""
+    return KAFKA_SOURCE if KAFKA_BOOTSTRAP in options else YT_SOURCE
+
+
+#: Spark's entry points of a read: ``load()`` (``DataSource.schema``, stream or batch not yet known), a stream, a batch.
+LOAD, STREAM, BATCH = "load", "stream", "batch"
+
+
+@dataclass(frozen=True)
+class PreparedQuery:
+    """What a read needs, from options validated in one pass."""
+
+    kind: SourceKind
+    backend: QueueBackend
+    settings: ReaderSettings
+    store: OffsetStore | None
+
+
+def prepare(options: Options, entry: str) -> PreparedQuery:
+    """Validate a read's options and open what it needs, in the order a user fixes mistakes: option names, then
+    values (backend, settings, store URI), then the servers, then the store. ``entry`` is :data:`LOAD`,
+    :data:`STREAM` or :data:`BATCH`; only a stream must have a store, a batch opens one when it starts from it."""
+    kind = source_kind(options)
+    kind.check_options(options)
+    check_uri(options.get_str(STORE_OPTION), store_credentials(options), password_in_uri=False)
+    backend = kind.backend(options, streaming=entry == STREAM)
+    settings = kind.settings(options, {LOAD: None, STREAM: True, BATCH: False}[entry])
+    kind.check_reachable(options)
+    store = None
+    if entry == STREAM:
+        store = require_store(store_for(options, backend))
+    elif entry == BATCH and settings.starting.kind in STORE_KINDS:
+        store = store_for(options, backend)
+    return PreparedQuery(kind, backend, settings, store)
+
+
+def check_source_options(options: Options) -> None:
+    """Refuse option names the source does not read (see :meth:`SourceKind.check_options`)."""
+    source_kind(options).check_options(options)
+
+
+def backend_for(options: Options, streaming: bool) -> QueueBackend:
+    """The backend reading the log the options describe (validated, not yet connected where avoidable)."""
+    check_uri(options.get_str(STORE_OPTION), store_credentials(options), password_in_uri=False)
+    return source_kind(options).backend(options, streaming)
+
+
+def settings_for(options: Options, streaming: bool | None) -> ReaderSettings:
+    """Reader settings for a stream, a batch, or (``None``) ``load()``."""
+    return source_kind(options).settings(options, streaming)
 
 
 def store_credentials(options: Options) -> StoreCredentials:
     """``offsets.store.user`` and ``offsets.store.password``: the credentials of a URI store."""
     return StoreCredentials(options.get_str(USER_OPTION), options.get_str(PASSWORD_OPTION))
-
-
-def backend_for(options: Options, streaming: bool) -> QueueBackend:
-    """The backend reading the log the options describe (validated, not yet connected where avoidable), with the
-    dead-letter target of a YTsaurus source bound to it."""
-    check_uri(options.get_str(STORE_OPTION), store_credentials(options), password_in_uri=False)
-    if is_kafka(options):
-        return kafka_backend_from_options(options)
-    # A stream needs somewhere to commit: the consumer table, unless another store is named.
-    needs_consumer = streaming and is_native(options.get_str(STORE_OPTION))
-    backend = _yt_options().yt_backend_from_options(options, streaming=needs_consumer)
-    target = dead_letter_target(options)  # validated here, checked on its server when the query connects
-    if target is not None:
-        backend.dead_letters = target.bind(f"yt:{backend.queue_path}", "source")
-    return backend
-
-
-def settings_for(options: Options, streaming: bool | None) -> ReaderSettings:
-    """Reader settings for a stream, a batch, or (``None``) ``load()``, where only what is invalid in both modes
-    can be rejected."""
-    if is_kafka(options):
-        return kafka_reader_settings(options, streaming)
-    has_store = "consumer_path" in options or not is_native(options.get_str(STORE_OPTION))
-    if streaming or streaming is None:
-        return ReaderSettings.parse(options, starting_default="consumer", streaming=streaming)
-    if has_store:
-        return ReaderSettings.parse(options, starting_default="consumer", streaming=False)
-    return ReaderSettings.parse(options, starting_default="earliest", streaming=False, named=("earliest", "latest"))
 
 
 def group_for(options: Options, backend: QueueBackend) -> str:
@@ -177,8 +294,8 @@ def store_for(options: Options, backend: QueueBackend) -> OffsetStore | None:
     uri = options.get_str(STORE_OPTION)
     if is_native(uri):
         store = backend.default_store()
-        if store is not None and not is_kafka(options):
-            _yt_options().check_consumer_registered(backend)  # on the driver when the query starts, not inside a task
+        if store is not None:
+            source_kind(options).check_native_store(backend)  # on the driver when the query starts, not in a task
         return store
     assert uri is not None
     return open_store(uri, backend.source_id, group_for(options, backend), store_credentials(options))

@@ -34,7 +34,7 @@ import yt.yson as yson
 from pyspark import TaskContext
 
 from spyt_queue.errors import SpytQueueError
-from spyt_queue.options import Options
+from spyt_queue.options import READ, WRITE, Option, Options
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
 log = logging.getLogger("spyt_queue.deadletter")
@@ -45,8 +45,19 @@ CREATE_OPTION = "deadLetter.create"
 PROXY_OPTION = "deadLetter.proxy"
 TOKEN_OPTION = "deadLetter.token"
 KAFKA_PREFIX = "deadLetter.kafka."
-#: Options every source and sink accepts (plus ``deadLetter.kafka.*``).
-DEAD_LETTER_OPTIONS = (PATH_OPTION, TOPIC_OPTION, CREATE_OPTION, PROXY_OPTION, TOKEN_OPTION)
+_EVERYWHERE = (*READ, WRITE)
+#: Options every YT source and every sink accepts (plus ``deadLetter.kafka.*``, :data:`DEAD_LETTER_KAFKA`).
+DEAD_LETTER_OPTIONS = (
+    Option(PATH_OPTION, "YT ordered dynamic table for records that are refused", modes=_EVERYWHERE),
+    Option(TOPIC_OPTION, "Kafka topic for records that are refused (instead of a table)", modes=_EVERYWHERE),
+    Option(CREATE_OPTION, "create the table or topic when missing", kind="bool", default=False, modes=_EVERYWHERE),
+    Option(PROXY_OPTION, "cluster of deadLetter.path; default: the query's proxy", modes=_EVERYWHERE),
+    Option(TOKEN_OPTION, "token for deadLetter.proxy; default: the query's token", modes=_EVERYWHERE),
+)
+#: librdkafka settings of the dead-letter producer (checked by :mod:`spyt_queue.deadletter_targets`).
+DEAD_LETTER_KAFKA = Option(
+    KAFKA_PREFIX, "librdkafka settings of the dead-letter producer", kind="prefix", modes=_EVERYWHERE
+)
 
 #: Schema of a dead-letter table (``deadLetter.create=true`` creates it; an existing one needs these columns).
 DEAD_LETTER_SCHEMA: list[dict[str, Any]] = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from spyt_queue.errors import OptionError
@@ -23,6 +24,72 @@ CONNECT_TIMEOUT_OPTION = "connect_timeout"
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
+
+
+#: Where an option applies: a streaming read, a batch read, a write (sinks).
+STREAM, BATCH, WRITE = "stream", "batch", "write"
+READ = (STREAM, BATCH)
+#: Kinds :meth:`Options.value` knows how to parse; ``prefix`` declares a pass-through family (``yt.<key>``).
+KINDS = ("str", "int", "bool", "choice", "json", "seconds", "prefix")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option a source or sink reads, declared once beside the code that reads it.
+
+    The declaration is the single source of the option's names (for the unknown-option check and its did-you-mean
+    hint), its type and default (for :meth:`Options.value`), the modes it applies to, and a one-line doc; the option
+    tables of ``docs/`` are tested against the declarations (``tests/unit/test_option_declarations.py``).
+    """
+
+    name: str
+    doc: str
+    kind: str = "str"
+    default: Any = None
+    aliases: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()
+    minimum: int = 1
+    modes: tuple[str, ...] = READ
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"option {self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if self.kind == "choice" and self.default is not None and self.default not in self.choices:
+            raise ValueError(f"option {self.name}: default {self.default!r} is not one of {self.choices}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The option's name and its aliases."""
+        return (self.name, *self.aliases)
+
+
+def option_names(*groups: Iterable[Option]) -> tuple[str, ...]:
+    """Every name (aliases included) of the declared options in ``groups``, pass-through prefixes excluded."""
+    return tuple(name for group in groups for option in group if option.kind != "prefix" for name in option.names)
+
+
+def option_prefixes(*groups: Iterable[Option]) -> tuple[str, ...]:
+    """The pass-through prefixes (``yt.``, ``kafka.``) declared in ``groups``."""
+    return tuple(option.name for group in groups for option in group if option.kind == "prefix")
+
+
+def find_option(name: str, *groups: Iterable[Option]) -> Option | None:
+    """The declaration ``name`` (or one of its aliases, any case) belongs to, if any."""
+    lowered = name.lower()
+    for group in groups:
+        for option in group:
+            if lowered in (n.lower() for n in option.names):
+                return option
+    return None
+
+
+CONNECT_TIMEOUT = Option(
+    CONNECT_TIMEOUT_OPTION,
+    "seconds to wait at load()/save()/start() for the proxy or brokers to answer",
+    kind="seconds",
+    default=DEFAULT_CONNECT_TIMEOUT_S,
+    modes=(*READ, WRITE),
+)
 
 
 class Options:
@@ -80,9 +147,9 @@ class Options:
             raise OptionError(name, f"expected an integer >= {minimum}, got {number}")
         return number
 
-    def get_choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+    def get_choice(self, name: str, default: str, choices: tuple[str, ...], *aliases: str) -> str:
         """One of ``choices`` (case-insensitive)."""
-        value = self.get_str(name)
+        value = self.get_str(name, None, *aliases)
         if value is None:
             return default
         lowered = value.strip().lower()
@@ -90,9 +157,38 @@ class Options:
             raise OptionError(name, f"expected one of {', '.join(choices)}, got {shown(name, value)}")
         return lowered
 
-    def get_json(self, name: str) -> Any:
+    def value(self, option: Option) -> Any:
+        """The value of a declared option, parsed by its kind, with its default and aliases."""
+        if option.kind == "int":
+            return self.get_int(option.name, option.default, *option.aliases, minimum=option.minimum)
+        if option.kind == "bool":
+            return self.get_bool(option.name, bool(option.default), *option.aliases)
+        if option.kind == "choice":
+            return self.get_choice(option.name, option.default, option.choices, *option.aliases)
+        if option.kind == "json":
+            return self.get_json(option.name, *option.aliases)
+        if option.kind == "seconds":
+            return self.get_seconds(option.name, option.default, *option.aliases)
+        if option.kind == "prefix":
+            return self.with_prefix(option.name)
+        return self.get_str(option.name, option.default, *option.aliases)
+
+    def get_seconds(self, name: str, default: float, *aliases: str) -> float:
+        """A finite number of seconds > 0."""
+        value = self.get_str(name, None, *aliases)
+        if value is None:
+            return default
+        try:
+            seconds = float(value.strip())
+        except ValueError:
+            seconds = -1.0
+        if not 0 < seconds < float("inf"):
+            raise OptionError(name, f"expected a number of seconds > 0, got {shown(name, value)}")
+        return seconds
+
+    def get_json(self, name: str, *aliases: str) -> Any:
         """A JSON option, or ``None`` when absent."""
-        value = self.get_str(name)
+        value = self.get_str(name, None, *aliases)
         if value is None:
             return None
         try:
@@ -103,16 +199,24 @@ class Options:
             ) from None
 
     def check_known(
-        self, known: Iterable[str], what: str, prefixes: Iterable[str] = (), hints: Mapping[str, str] | None = None
+        self,
+        known: Iterable[str | Option],
+        what: str,
+        prefixes: Iterable[str] = (),
+        hints: Mapping[str, str] | None = None,
     ) -> None:
         """Refuse an option that is neither in ``known`` nor under one of the pass-through ``prefixes``.
 
         Spark lower-cases option names, so the comparison ignores case; the error names the option as Spark gave
         it and suggests the closest known name (``difflib``). ``hints`` maps option names that belong elsewhere
-        (a Kafka option on a YT source) to a sentence saying so.
+        (a Kafka option on a YT source) to a sentence saying so. ``known`` holds declared options (their aliases
+        and pass-through prefixes count) or plain names.
         """
-        canonical = {name.lower(): name for name in known}
-        open_prefixes = tuple(prefix.lower() for prefix in prefixes)
+        known = list(known)
+        declared = [entry for entry in known if isinstance(entry, Option)]
+        names = [entry for entry in known if isinstance(entry, str)]
+        canonical = {name.lower(): name for name in (*names, *option_names(declared))}
+        open_prefixes = tuple(prefix.lower() for prefix in (*prefixes, *option_prefixes(declared)))
         for key in sorted(self._raw):
             if key in canonical or (open_prefixes and key.startswith(open_prefixes)):
                 continue
@@ -127,18 +231,7 @@ class Options:
 
 def connect_timeout(options: Options) -> float:
     """``connect_timeout``: seconds to wait for a proxy or broker at ``load()``/``save()``/``start()``."""
-    value = options.get_str(CONNECT_TIMEOUT_OPTION)
-    if value is None:
-        return DEFAULT_CONNECT_TIMEOUT_S
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds < float("inf"):
-        raise OptionError(
-            CONNECT_TIMEOUT_OPTION, f"expected a number of seconds > 0, got {shown(CONNECT_TIMEOUT_OPTION, value)}"
-        )
-    return seconds
+    return float(options.value(CONNECT_TIMEOUT))
 
 
 def unknown_option_message(

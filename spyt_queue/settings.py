@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spyt_queue.errors import OptionError
-from spyt_queue.options import Options, parse_positions
+from spyt_queue.options import BATCH, STREAM, Option, Options, parse_positions
 from spyt_queue.redaction import shown
 
 EARLIEST, LATEST = -2, -1
@@ -24,35 +24,114 @@ READ_MODES = ("executors", "driver")
 
 PositionsParser = Callable[[str, Any], dict[str, int]]
 
-#: Every option :meth:`ReaderSettings.parse` reads (aliases included), for the unknown-option check. Options valid in
-#: one mode only (``endingOffsets`` on a stream) are known here and refused by ``parse`` with a message of their own.
-READER_OPTIONS = (
-    "startingOffsets",
-    "endingOffsets",
+STARTING_OFFSETS = Option(
+    "startingOffsets", "where a query without a checkpoint starts: a named position or per-partition JSON offsets"
+)
+ENDING_OFFSETS = Option(
+    "endingOffsets", "where a batch read ends: latest or per-partition JSON", default="latest", modes=(BATCH,)
+)
+MIN_ROWS_PER_TRIGGER = Option(
     "minOffsetsPerTrigger",
-    "min_rows_per_trigger",
+    "wait for at least N new rows (up to maxTriggerDelay)",
+    kind="int",
+    aliases=("min_rows_per_trigger",),
+    modes=(STREAM,),
+)
+MAX_ROWS_PER_TRIGGER = Option(
     "maxOffsetsPerTrigger",
-    "max_rows_per_trigger",
+    "cap of rows per trigger, split in proportion to each partition's backlog",
+    kind="int",
+    aliases=("max_rows_per_trigger",),
+    modes=(STREAM,),
+)
+MAX_TRIGGER_DELAY = Option(
     "maxTriggerDelay",
+    "with minOffsetsPerTrigger: fire anyway after this delay (15m, 30s, 500ms)",
+    default="15m",
+    modes=(STREAM,),
+)
+MAX_ROWS_PER_PARTITION = Option(
     "max_rows_per_partition",
-    "maxRowsPerPartition",
+    "cap of rows per queue partition (tablet, Kafka partition) per micro-batch",
+    kind="int",
+    aliases=("maxRowsPerPartition",),
+)
+FAIL_ON_DATA_LOSS = Option(
     "failOnDataLoss",
-    "fail_on_data_loss",
+    "rows lost before they were read fail the query (true) or are logged and skipped",
+    kind="bool",
+    default=True,
+    aliases=("fail_on_data_loss",),
+)
+MAX_ROWS_PER_TASK = Option(
     "maxRecordsPerPartition",
-    "max_rows_per_task",
-    "minPartitions",
-    "min_tasks",
+    "cut long ranges into Spark tasks of at most N rows",
+    kind="int",
+    aliases=("max_rows_per_task",),
+)
+MIN_TASKS = Option("minPartitions", "cut a batch into at least N Spark tasks", kind="int", aliases=("min_tasks",))
+MIN_ROWS_PER_TASK = Option(
     "min_rows_per_task",
-    "minRowsPerTask",
+    "ranges shorter than N rows share Spark tasks of up to N rows",
+    kind="int",
+    default=DEFAULT_MIN_ROWS_PER_TASK,
+    aliases=("minRowsPerTask",),
+    minimum=0,
+)
+READ_MODE = Option(
     "read_mode",
+    "streams: executors reads in Python tasks; driver reads in the driver's runner",
+    kind="choice",
+    default="executors",
+    choices=READ_MODES,
+)
+#: The options :meth:`ReaderSettings.parse` reads. Options valid in batch reads only (``endingOffsets``) are refused
+#: on a stream by ``parse``; stream-only ones (``maxOffsetsPerTrigger``) are accepted and ignored by batch reads, as in
+#: Spark's Kafka source.
+READER_OPTIONS = (
+    STARTING_OFFSETS,
+    ENDING_OFFSETS,
+    MIN_ROWS_PER_TRIGGER,
+    MAX_ROWS_PER_TRIGGER,
+    MAX_TRIGGER_DELAY,
+    MAX_ROWS_PER_PARTITION,
+    FAIL_ON_DATA_LOSS,
+    MAX_ROWS_PER_TASK,
+    MIN_TASKS,
+    MIN_ROWS_PER_TASK,
+    READ_MODE,
+)
+STARTING_TIMESTAMP = Option(
+    "startingTimestamp",
+    "start every partition at its first record at or after this time (ms)",
+    kind="int",
+    minimum=0,
+)
+STARTING_BY_TIMESTAMP = Option("startingOffsetsByTimestamp", "per-partition JSON of start times (ms)", kind="json")
+STARTING_TIMESTAMP_STRATEGY = Option(
+    "startingOffsetsByTimestampStrategy",
+    "a partition with no record at or after the time: error or latest",
+    kind="choice",
+    default="error",
+    choices=("error", "latest"),
+)
+ENDING_TIMESTAMP = Option(
+    "endingTimestamp",
+    "end every partition at its first record at or after this time (ms)",
+    kind="int",
+    minimum=0,
+    modes=(BATCH,),
+)
+ENDING_BY_TIMESTAMP = Option(
+    "endingOffsetsByTimestamp", "per-partition JSON of end times (ms)", kind="json", modes=(BATCH,)
 )
 #: Kafka's ``startingTimestamp`` family, read when ``ReaderSettings.parse`` gets a ``timestamps`` parser.
 TIMESTAMP_OPTIONS = (
-    "startingTimestamp",
-    "startingOffsetsByTimestamp",
-    "startingOffsetsByTimestampStrategy",
-    "endingTimestamp",
-    "endingOffsetsByTimestamp",
+    STARTING_TIMESTAMP,
+    STARTING_BY_TIMESTAMP,
+    STARTING_TIMESTAMP_STRATEGY,
+    ENDING_TIMESTAMP,
+    ENDING_BY_TIMESTAMP,
 )
 
 
@@ -161,46 +240,41 @@ class ReaderSettings:
         else:
             allowed = tuple(n for n in named if n not in STORE_KINDS)
         starting = Position.parse(
-            "startingOffsets", options.get_str("startingOffsets"), starting_default, allowed, parser
+            STARTING_OFFSETS.name, options.value(STARTING_OFFSETS), starting_default, allowed, parser
         )
         ending = Position.parse(
-            "endingOffsets", options.get_str("endingOffsets"), "latest", ("latest", "earliest"), parser
+            ENDING_OFFSETS.name, options.value(ENDING_OFFSETS), "latest", ("latest", "earliest"), parser
         )
         if timestamps is not None:
             starting = _timestamp_position(options, "starting", starting, timestamps)
             if not streaming:
                 ending = _timestamp_position(options, "ending", ending, timestamps)
-        elif "startingTimestamp" in options or "startingOffsetsByTimestamp" in options:
-            raise OptionError(
-                "startingTimestamp" if "startingTimestamp" in options else "startingOffsetsByTimestamp",
-                "is only supported by the Kafka adapter",
-            )
+        else:
+            for option in (STARTING_TIMESTAMP, STARTING_BY_TIMESTAMP):
+                if option.name in options:
+                    raise OptionError(option.name, "is only supported by the Kafka adapter")
         if streaming:
-            for name in ("endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp"):
-                if name in options:
-                    raise OptionError(name, "only batch queries (spark.read) take an ending position")
+            for option in (*READER_OPTIONS, *TIMESTAMP_OPTIONS):
+                if STREAM not in option.modes and option.name in options:
+                    raise OptionError(option.name, "only batch queries (spark.read) take an ending position")
         else:  # a batch query, or load() (where an ending position is only valid for a batch query)
             _check_batch_positions(starting, ending, check_starting=streaming is not None)
-        min_rows = options.get_int("minOffsetsPerTrigger", None, "min_rows_per_trigger")
-        max_rows = options.get_int("maxOffsetsPerTrigger", None, "max_rows_per_trigger")
+        min_rows = options.value(MIN_ROWS_PER_TRIGGER)
+        max_rows = options.value(MAX_ROWS_PER_TRIGGER)
         if min_rows is not None and max_rows is not None and min_rows > max_rows:
-            raise OptionError("minOffsetsPerTrigger", f"{min_rows} is larger than maxOffsetsPerTrigger {max_rows}")
-        delay = options.get_str("maxTriggerDelay")
+            raise OptionError(MIN_ROWS_PER_TRIGGER.name, f"{min_rows} is larger than maxOffsetsPerTrigger {max_rows}")
         return cls(
-            max_rows_per_partition=options.get_int("max_rows_per_partition", None, "maxRowsPerPartition"),
+            max_rows_per_partition=options.value(MAX_ROWS_PER_PARTITION),
             max_rows_per_trigger=max_rows,
             starting=starting,
             ending=ending,
-            fail_on_data_loss=options.get_bool("failOnDataLoss", True, "fail_on_data_loss"),
+            fail_on_data_loss=options.value(FAIL_ON_DATA_LOSS),
             min_rows_per_trigger=min_rows,
-            max_trigger_delay_ms=parse_duration_ms("maxTriggerDelay", delay) if delay else 15 * 60 * 1000,
-            max_rows_per_task=options.get_int("maxRecordsPerPartition", None, "max_rows_per_task"),
-            min_tasks=options.get_int("minPartitions", None, "min_tasks"),
-            min_rows_per_task=options.get_int(
-                "min_rows_per_task", DEFAULT_MIN_ROWS_PER_TASK, "minRowsPerTask", minimum=0
-            )
-            or 0,
-            read_mode=options.get_choice("read_mode", "executors", READ_MODES),
+            max_trigger_delay_ms=parse_duration_ms(MAX_TRIGGER_DELAY.name, options.value(MAX_TRIGGER_DELAY)),
+            max_rows_per_task=options.value(MAX_ROWS_PER_TASK),
+            min_tasks=options.value(MIN_TASKS),
+            min_rows_per_task=options.value(MIN_ROWS_PER_TASK) or 0,
+            read_mode=options.value(READ_MODE),
         )
 
 
@@ -240,12 +314,15 @@ def _timestamp_position(options: Options, which: str, position: Position, parser
     """
     strategy = "latest"
     if which == "starting":
-        strategy = options.get_choice("startingOffsetsByTimestampStrategy", "error", ("error", "latest"))
-    single = options.get_int(f"{which}Timestamp", None, minimum=0)
+        strategy = options.value(STARTING_TIMESTAMP_STRATEGY)
+    single_option, by_partition_option = (
+        (STARTING_TIMESTAMP, STARTING_BY_TIMESTAMP) if which == "starting" else (ENDING_TIMESTAMP, ENDING_BY_TIMESTAMP)
+    )
+    single = options.value(single_option)
     if single is not None:
-        return Position("timestamp", timestamp=single, timestamp_strategy=strategy, option=f"{which}Timestamp")
-    name = f"{which}OffsetsByTimestamp"
-    by_partition = options.get_json(name)
+        return Position("timestamp", timestamp=single, timestamp_strategy=strategy, option=single_option.name)
+    name = by_partition_option.name
+    by_partition = options.value(by_partition_option)
     if by_partition is not None:
         return Position("timestamp", timestamps=parser(name, by_partition), timestamp_strategy=strategy, option=name)
     return position

@@ -50,7 +50,6 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.collector import gc_paused
-from spyt_queue.connect import check_sink_options
 from spyt_queue.deadletter import (
     BoundDeadLetters,
     DeadLetter,
@@ -61,6 +60,7 @@ from spyt_queue.deadletter import (
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.options import Options
+from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.errors import user_errors
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 

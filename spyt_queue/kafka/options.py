@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from spyt_queue.errors import OptionError
 from spyt_queue.kafka.subscription import Subscription
-from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
+from spyt_queue.options import CONNECT_TIMEOUT, READ, WRITE, Option, Options, connect_timeout
 from spyt_queue.settings import ReaderSettings
 
 if TYPE_CHECKING:
@@ -24,26 +24,50 @@ FORBIDDEN_KAFKA_KEYS = {
     "enable.auto.commit": "offsets are committed to the group by the adapter after each batch's sink commit",
     "interceptor.classes": "not supported by the Python client",
 }
-SUBSCRIPTION_OPTIONS = ("subscribe", "subscribePattern", "assign")
 KAFKA_PREFIX = "kafka."
-#: Options :func:`kafka_backend_from_options` reads (plus everything under ``kafka.``); reader settings and offset
-#: stores add theirs (spyt_queue.connect).
+
+SUBSCRIBE = Option("subscribe", "comma-separated list of topics to read")
+SUBSCRIBE_PATTERN = Option("subscribePattern", "regular expression of topics to read")
+ASSIGN = Option("assign", 'JSON of topic partitions to read: {"t": [0, 1]}', kind="json")
+SUBSCRIPTION_OPTIONS = (SUBSCRIBE, SUBSCRIBE_PATTERN, ASSIGN)
+KAFKA_CONFIG = Option(
+    KAFKA_PREFIX,
+    "passed to librdkafka (kafka.bootstrap.servers, kafka.group.id, ...)",
+    kind="prefix",
+    modes=(*READ, WRITE),
+)
+GROUP_ID_PREFIX = Option(
+    "groupIdPrefix", "prefix of the generated group id when kafka.group.id is not set", default="spark-kafka-source"
+)
+INCLUDE_HEADERS = Option("includeHeaders", "add a headers column", kind="bool", default=False)
+INCLUDE_TIMESTAMP = Option(
+    "includeTimestamp", "false leaves out the timestamp and timestampType columns", kind="bool", default=True
+)
+POLL_TIMEOUT_MS = Option(
+    "kafkaConsumer.pollTimeoutMs", "how long an executor waits for records it knows exist", kind="int", default=120_000
+)
+#: Options :func:`kafka_backend_from_options` reads; reader settings and offset stores add theirs
+#: (spyt_queue.connect).
 KAFKA_SOURCE_OPTIONS = (
     *SUBSCRIPTION_OPTIONS,
-    "groupIdPrefix",
-    "includeHeaders",
-    "includeTimestamp",
-    "kafkaConsumer.pollTimeoutMs",
-    CONNECT_TIMEOUT_OPTION,
+    KAFKA_CONFIG,
+    GROUP_ID_PREFIX,
+    INCLUDE_HEADERS,
+    INCLUDE_TIMESTAMP,
+    POLL_TIMEOUT_MS,
+    CONNECT_TIMEOUT,
 )
 #: Options of Spark's Kafka source that have no effect here (offsets are fetched by librdkafka with its own
 #: retries): accepted, so queries port unchanged.
-SPARK_KAFKA_IGNORED_OPTIONS = ("fetchOffset.numRetries", "fetchOffset.retryIntervalMs")
+SPARK_KAFKA_IGNORED_OPTIONS = (
+    Option("fetchOffset.numRetries", "accepted for Spark compatibility, no effect"),
+    Option("fetchOffset.retryIntervalMs", "accepted for Spark compatibility, no effect"),
+)
 
 
 def parse_subscription(options: Options) -> Subscription:
     """Exactly one of ``subscribe``, ``subscribePattern``, ``assign``."""
-    given = [name for name in SUBSCRIPTION_OPTIONS if name in options]
+    given = [option.name for option in SUBSCRIPTION_OPTIONS if option.name in options]
     if len(given) != 1:
         raise OptionError(
             "subscribe",
@@ -62,7 +86,7 @@ def parse_subscription(options: Options) -> Subscription:
         except re.error as error:
             raise OptionError("subscribePattern", f"not a valid regular expression: {error}") from None
         return Subscription(kind, pattern=value)
-    data = options.get_json("assign")
+    data = options.value(ASSIGN)
     if not isinstance(data, dict) or not data:
         raise OptionError("assign", 'expected JSON like {"topicA": [0, 1], "topicB": [2]}')
     assigned: dict[str, tuple[int, ...]] = {}
@@ -89,7 +113,7 @@ def default_group_id(options: Options, subscription: Subscription) -> str:
     given = options.get_str("kafka.group.id")
     if given:
         return given
-    prefix = options.get_str("groupIdPrefix", "spark-kafka-source") or "spark-kafka-source"
+    prefix = options.value(GROUP_ID_PREFIX)
     digest = hashlib.sha1(subscription.describe().encode()).hexdigest()[:12]
     return f"{prefix}-{digest}"
 
@@ -126,9 +150,9 @@ def kafka_backend_from_options(options: Options) -> KafkaBackend:
         config=config,
         subscription=subscription,
         group_id=default_group_id(options, subscription),
-        include_headers=options.get_bool("includeHeaders", False),
-        include_timestamp=options.get_bool("includeTimestamp", True),
-        poll_timeout_ms=options.get_int("kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
+        include_headers=options.value(INCLUDE_HEADERS),
+        include_timestamp=options.value(INCLUDE_TIMESTAMP),
+        poll_timeout_ms=options.value(POLL_TIMEOUT_MS),
     )
 
 

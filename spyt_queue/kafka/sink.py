@@ -16,13 +16,13 @@ from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from spyt_queue.connect import check_sink_options
 from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, log_batch, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
 from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_PREFIX
 from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
+from spyt_queue.sink_options import check_sink_options
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 

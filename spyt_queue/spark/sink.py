@@ -12,11 +12,11 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from spyt_queue.connect import check_sink_options
 from spyt_queue.deadletter import log_batch
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import CommitError, OptionError, SpytQueueError
 from spyt_queue.options import Options
+from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.errors import one_line
 from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema

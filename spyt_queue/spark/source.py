@@ -21,18 +21,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from spyt_queue.connect import (
-    backend_for,
-    check_reachable,
-    check_source_options,
-    is_kafka,
-    require_store,
-    settings_for,
-    store_for,
-)
+from spyt_queue.connect import BATCH, LOAD, STREAM, prepare, source_kind
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
-from spyt_queue.settings import STORE_KINDS
 from spyt_queue.spark.batch_reader import QueueBatchReader
 from spyt_queue.spark.driver_reader import DriverStreamReader
 from spyt_queue.spark.errors import one_line, user_errors
@@ -150,12 +141,7 @@ class YtQueueDataSource(DataSource):
         return user_errors(self._schema)
 
     def _schema(self) -> StructType:
-        options = self._options()
-        check_source_options(options)  # names, then values, then the server: each fails before the next is tried
-        backend = backend_for(options, streaming=False)
-        settings_for(options, streaming=None)
-        check_reachable(options)
-        return backend.schema()
+        return prepare(self._options(), LOAD).backend.schema()
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A micro-batch reader committing to the consumer after the sink, reading on executors.
@@ -163,16 +149,13 @@ class YtQueueDataSource(DataSource):
         With ``read_mode=driver`` this raises ``PySparkNotImplementedError``, PySpark's signal to use
         :meth:`simpleStreamReader` instead. Errors are raised from the reader's first call
         (:class:`RejectedStreamReader`, in either mode), so ``query.exception()`` says them in one line."""
-        options = self._options()
         try:
-            check_source_options(options)
-            backend, settings = backend_for(options, streaming=True), settings_for(options, streaming=True)
-            check_reachable(options)
-            store = require_store(store_for(options, backend))
+            query = prepare(self._options(), STREAM)
         except SpytQueueError as error:
             return RejectedStreamReader(error)
-        reader = QueueStreamReader(backend, settings, store)
-        if settings.read_mode == "driver":
+        assert query.store is not None  # a stream always has one (prepare raises otherwise)
+        reader = QueueStreamReader(query.backend, query.settings, query.store)
+        if query.settings.read_mode == "driver":
             # PySpark takes the simple-reader path (driver-side reads) only when streamReader() raises this; the
             # reader built here is handed to simpleStreamReader(), which Spark calls next on this same instance.
             self._driver_planner = reader
@@ -202,35 +185,21 @@ class YtQueueDataSource(DataSource):
         return user_errors(self._reader)
 
     def _reader(self) -> DataSourceReader:
-        options = self._options()
-        check_source_options(options)
-        backend, settings = backend_for(options, streaming=False), settings_for(options, streaming=False)
-        check_reachable(options)
-        store = store_for(options, backend) if settings.starting.kind in STORE_KINDS else None
-        return QueueBatchReader(backend, settings, store)
+        query = prepare(self._options(), BATCH)
+        return QueueBatchReader(query.backend, query.settings, query.store)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """Writes each micro-batch to a YT dynamic table or a Kafka topic."""
         return user_errors(lambda: self._stream_writer(schema, overwrite))
 
     def _stream_writer(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        # lazy: a sink's modules (yt.wrapper, pandas) load only in the processes that write, not in a reader's
-        from spyt_queue.kafka.sink import kafka_stream_writer
-        from spyt_queue.spark.sink import yt_stream_writer
-
-        if is_kafka(self._options()):
-            return kafka_stream_writer(self._options(), schema)
-        return yt_stream_writer(self._options(), schema, overwrite)
+        options = self._options()
+        return source_kind(options).stream_writer(options, schema, overwrite)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Writes a DataFrame to a YT dynamic table or a Kafka topic."""
         return user_errors(lambda: self._writer(schema, overwrite))
 
     def _writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        # lazy: a sink's modules (yt.wrapper, pandas) load only in the processes that write, not in a reader's
-        from spyt_queue.kafka.sink import kafka_batch_writer
-        from spyt_queue.spark.sink import yt_batch_writer
-
-        if is_kafka(self._options()):
-            return kafka_batch_writer(self._options(), schema)
-        return yt_batch_writer(self._options(), schema, overwrite)
+        options = self._options()
+        return source_kind(options).batch_writer(options, schema, overwrite)

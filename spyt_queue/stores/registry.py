@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from spyt_queue.errors import OptionError
+from spyt_queue.options import Option
 from spyt_queue.redaction import shown
 from spyt_queue.stores.base import OffsetStore
 
@@ -25,6 +26,14 @@ OPTION = "offsets.store"
 USER_OPTION = "offsets.store.user"
 PASSWORD_OPTION = "offsets.store.password"
 NATIVE = ("default", "consumer", "group")
+#: The offset store options of every source (``offsets.store`` is parsed here; the password has an option of its own,
+#: whose name Spark redacts, never a place in the URI that Spark prints).
+STORE_OPTIONS = (
+    Option(OPTION, "where positions are committed: default (the source's own) or a store URI", default="default"),
+    Option("offsets.group", "the group positions belong to in a URI store"),
+    Option(USER_OPTION, "user of a URI store"),
+    Option(PASSWORD_OPTION, "password of a URI store (Spark redacts it)"),
+)
 SCHEMES: dict[str, str] = {
     "zookeeper": "spyt_queue.zookeeper.store",
     "hbase": "spyt_queue.sinks.hbase.store",

@@ -8,7 +8,7 @@ import os
 from yt.wrapper.errors import YtResponseError
 
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
-from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
+from spyt_queue.options import CONNECT_TIMEOUT, READ, WRITE, Option, Options, connect_timeout
 from spyt_queue.redaction import shown
 from spyt_queue.yt.admin import consumer_registered
 from spyt_queue.yt.backend import DEFAULT_PULL_BATCH_ROWS, READ_FORMATS, YtConnection, YtQueueBackend
@@ -18,19 +18,50 @@ log = logging.getLogger("spyt_queue.yt")
 
 YT_CONFIG_PREFIX = "yt."
 
-#: Options of :func:`connection_from_options` (plus everything under ``yt.``), for sources and sinks alike.
-YT_CONNECTION_OPTIONS = ("proxy", "cluster", "token", CONNECT_TIMEOUT_OPTION)
+PROXY = Option(
+    "proxy", "the cluster's HTTP proxy (host:port); default: YT_PROXY", aliases=("cluster",), modes=(*READ, WRITE)
+)
+TOKEN = Option("token", "the cluster's token; default: YT_TOKEN", modes=(*READ, WRITE))
+YT_CONFIG = Option(
+    YT_CONFIG_PREFIX,
+    "passed to yt.wrapper's client config: yt.proxy.request_timeout=30000",
+    kind="prefix",
+    modes=(*READ, WRITE),
+)
+#: Options of :func:`connection_from_options`, for sources and sinks alike.
+YT_CONNECTION_OPTIONS = (PROXY, TOKEN, YT_CONFIG, CONNECT_TIMEOUT)
+
+QUEUE_PATH = Option("path", "the queue: an ordered dynamic table (or .load(path))")
+CONSUMER_PATH = Option(
+    "consumer_path", "the consumer table progress is committed to (registered for the queue)", aliases=("consumerPath",)
+)
+PARSING_TYPE_V3 = Option(
+    "parsing_type_v3", "composite YT types as Spark nested types instead of YSON bytes", kind="bool", default=False
+)
+INCLUDE_SERVICE_COLUMNS = Option(
+    "include_service_columns", "prepend the source tablet index and row index columns", kind="bool", default=False
+)
+BINARY_STRINGS = Option("binary_strings", "read YT string columns as Spark binary", kind="bool", default=False)
+PULL_BATCH_ROWS = Option(
+    "pull_batch_rows", "rows per pull_consumer request on executors", kind="int", default=DEFAULT_PULL_BATCH_ROWS
+)
+READ_FORMAT = Option(
+    "read_format",
+    "wire format of pulls: yson, dsv (schemaful_dsv), or auto",
+    kind="choice",
+    default="yson",
+    choices=READ_FORMATS,
+)
 #: Options :func:`yt_backend_from_options` reads; reader settings and offset stores add theirs (spyt_queue.connect).
 YT_SOURCE_OPTIONS = (
     *YT_CONNECTION_OPTIONS,
-    "path",
-    "consumer_path",
-    "consumerPath",
-    "parsing_type_v3",
-    "include_service_columns",
-    "binary_strings",
-    "pull_batch_rows",
-    "read_format",
+    QUEUE_PATH,
+    CONSUMER_PATH,
+    PARSING_TYPE_V3,
+    INCLUDE_SERVICE_COLUMNS,
+    BINARY_STRINGS,
+    PULL_BATCH_ROWS,
+    READ_FORMAT,
 )
 
 
@@ -39,7 +70,7 @@ def connection_from_options(options: Options) -> YtConnection:
 
     ``yt.proxy.request_timeout=30000`` becomes ``{"proxy": {"request_timeout": 30000}}`` in the client config.
     """
-    proxy = options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")
+    proxy = options.value(PROXY) or os.environ.get("YT_PROXY")
     if not proxy:
         raise OptionError(
             "proxy",
@@ -54,7 +85,7 @@ def connection_from_options(options: Options) -> YtConnection:
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _typed(value)
-    return YtConnection(proxy=proxy, token=options.get_str("token") or os.environ.get("YT_TOKEN"), config=config)
+    return YtConnection(proxy=proxy, token=options.value(TOKEN) or os.environ.get("YT_TOKEN"), config=config)
 
 
 def reachable_connection(options: Options) -> YtConnection:
@@ -102,11 +133,11 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
     """Build the YT backend; a streaming read needs ``consumer_path`` (it is where progress is committed).
 
     Its dead letters (``deadLetter.*``) are bound by :func:`spyt_queue.connect.backend_for`."""
-    path = options.get_str("path")
+    path = options.value(QUEUE_PATH)
     if not path:
         raise OptionError("path", "give the queue path with .load('//path/to/queue') or .option('path', ...)")
     path = plain_cypress_path("path", path)
-    consumer = options.get_str("consumer_path", None, "consumerPath")
+    consumer = options.value(CONSUMER_PATH)
     if consumer:
         consumer = plain_cypress_path("consumer_path", consumer)
     if streaming and not consumer:
@@ -115,11 +146,11 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
             "a streaming read needs a consumer table (create one with `yt create queue_consumer //path` and "
             "register it with register_queue_consumer); ytqueue commits progress there after each batch",
         )
-    parsing_type_v3 = options.get_bool("parsing_type_v3", False)
-    include_service_columns = options.get_bool("include_service_columns", False)
-    binary_strings = options.get_bool("binary_strings", False)
-    pull_batch_rows = options.get_int("pull_batch_rows", DEFAULT_PULL_BATCH_ROWS) or DEFAULT_PULL_BATCH_ROWS
-    read_format = options.get_choice("read_format", "yson", READ_FORMATS)
+    parsing_type_v3 = options.value(PARSING_TYPE_V3)
+    include_service_columns = options.value(INCLUDE_SERVICE_COLUMNS)
+    binary_strings = options.value(BINARY_STRINGS)
+    pull_batch_rows = options.value(PULL_BATCH_ROWS)
+    read_format = options.value(READ_FORMAT)
     connect_timeout(options)
     backend = YtQueueBackend(
         connection=connection_from_options(options),

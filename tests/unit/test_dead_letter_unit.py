@@ -10,13 +10,14 @@ import pyarrow as pa
 import pytest
 import yt.yson as yson
 
-from spyt_queue.connect import check_sink_options, check_source_options
+from spyt_queue.connect import check_source_options
 from spyt_queue.deadletter import DeadLetterError, log_batch, yson_payload
 from spyt_queue.deadletter_targets import dead_letter_target
 from spyt_queue.errors import BadRecordError, OptionError
 from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 from spyt_queue.kafka.sink import KAFKA_SINK_OPTIONS
 from spyt_queue.options import Options
+from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.sink import YT_SINK_OPTIONS, YtWriteCommit
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.deadletter import YtDeadLetterTarget

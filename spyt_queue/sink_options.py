@@ -1,0 +1,37 @@
+"""Options every sink shares: what Spark passes to a sink, dead letters, and the unknown-option check of a sink.
+
+A sink's own options are declared beside its writer; :func:`check_sink_options` refuses names no part of the sink
+reads, saying so when one belongs to the source (a reading option set on ``writeStream``).
+"""
+
+from __future__ import annotations
+
+from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
+from spyt_queue.deadletter import KAFKA_PREFIX as DEAD_LETTER_KAFKA_PREFIX
+from spyt_queue.options import Option, Options, option_names
+from spyt_queue.settings import READER_OPTIONS, TIMESTAMP_OPTIONS
+from spyt_queue.stores.registry import STORE_OPTIONS
+
+#: Options Spark itself passes to every streaming sink (``writeStream...start(path)`` passes ``path`` too).
+SPARK_SINK_OPTIONS = (
+    Option("path", "the target (or .save(path))", modes=("write",)),
+    Option("checkpointLocation", "Spark's checkpoint directory", modes=("write",)),
+    Option("queryName", "Spark's query name", modes=("write",)),
+)
+
+
+def check_sink_options(options: Options, known: tuple[str | Option, ...], what: str, prefix: str = "") -> None:
+    """Refuse option names ``what`` (a sink) does not read, saying so when one belongs to the source."""
+    reading = (*option_names(READER_OPTIONS, TIMESTAMP_OPTIONS, STORE_OPTIONS), "consumer_path", "subscribe")
+    hints = {name: "it is a reading option: set it on spark.readStream / spark.read" for name in reading}
+    hints["include_service_columns"] = hints["subscribe"]
+    without_dead_letter_kafka(options).check_known(
+        (*known, *SPARK_SINK_OPTIONS, *DEAD_LETTER_OPTIONS), what, prefixes=(prefix,) if prefix else (), hints=hints
+    )
+
+
+def without_dead_letter_kafka(options: Options) -> Options:
+    """``options`` without ``deadLetter.kafka.*`` (the dead-letter producer's configuration, checked by
+    :func:`spyt_queue.deadletter_targets.dead_letter_target`), so unknown-option messages do not list that prefix."""
+    prefix = DEAD_LETTER_KAFKA_PREFIX.lower()
+    return Options({key: value for key, value in options.raw().items() if not key.startswith(prefix)})
