@@ -5,7 +5,7 @@ plain types this module builds that text column by column with numpy and Arrow c
 becomes its binary YSON token (``\\x02`` + zigzag varint for integers, ``\\x01`` + length + bytes for strings,
 ``\\x03`` + 8 bytes for doubles, ``\\x04``/``\\x05`` for booleans, ``#`` for null), and the tokens of a row are
 joined element-wise with the constant key prefixes. The bytes are exactly what ``yt.yson.dumps`` writes for the
-same rows as Python dicts (see tests/spark/test_sink_batching.py).
+same rows as Python dicts (see tests/yt/test_sink_batching.py).
 """
 
 from __future__ import annotations

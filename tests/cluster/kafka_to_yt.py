@@ -13,7 +13,7 @@ import pytest
 
 from spyt_queue.yt.admin import column, create_sorted_table
 from tests.kafka.helpers import Topic
-from tests.spark.helpers import purge_last_commit
+from tests.yt.helpers import purge_last_commit
 
 pytestmark = pytest.mark.spark
 

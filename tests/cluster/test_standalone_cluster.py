@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 ON_CLUSTER = [
     "tests/streams/test_yt.py::TestYtQueueStream::test_once_reads_everything_then_available_now_caps_every_batch",
     "tests/streams/test_kafka.py::TestKafkaTopicStream::test_once_reads_everything_then_available_now_caps_every_batch",
-    "tests/spark/test_exactly_once.py::test_sorted_target_keyed_by_service_columns_is_idempotent",
+    "tests/yt/test_exactly_once.py::test_sorted_target_keyed_by_service_columns_is_idempotent",
     "tests/cluster/kafka_to_yt.py::test_kafka_into_a_sorted_yt_table_is_exactly_once_through_a_replay",
-    "tests/spark/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing",
+    "tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing",
 ]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import serve
-from tests.spark.helpers import Pipeline, make_pipeline
+from tests.yt.helpers import Pipeline, make_pipeline
 
 pytestmark = pytest.mark.spark
 

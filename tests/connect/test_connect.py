@@ -17,8 +17,8 @@ from spyt_queue.lag import lag_from_progress
 from spyt_queue.spark.source import YtQueueDataSource
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_sorted_table
 from tests.kafka.helpers import Topic, ids_in, run_to_files
-from tests.spark.helpers import Pipeline
-from tests.user_errors import first_line, query_failure
+from tests.yt.helpers import Pipeline
+from tests.yt.user_errors import first_line, query_failure
 
 pytestmark = pytest.mark.spark
 

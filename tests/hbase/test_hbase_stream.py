@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from spyt_queue.cli import app
 from spyt_queue.stores.registry import open_store
 from spyt_queue.yt.admin import create_queue
-from tests.spark.helpers import EVENT_SCHEMA, produce_ids
-from tests.spark.killed_driver import kill_driver_midway, start_query
+from tests.yt.helpers import EVENT_SCHEMA, produce_ids
+from tests.yt.killed_driver import kill_driver_midway, start_query
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ import pytest
 
 from spyt_queue.sinks.hbase.codec import decode, split_row_key
 from spyt_queue.sinks.hbase.source import HBaseDataSource
-from tests.worker_tz import python_workers_in
+from tests.yt.worker_tz import python_workers_in
 
 pytestmark = pytest.mark.spark
 

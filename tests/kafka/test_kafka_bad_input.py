@@ -11,7 +11,7 @@ import pytest
 from spyt_queue.errors import UnreachableError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
 from tests.kafka.helpers import Topic
-from tests.user_errors import SLACK_S, failure, first_line, free_port
+from tests.yt.user_errors import SLACK_S, failure, first_line, free_port
 
 pytestmark = pytest.mark.spark
 

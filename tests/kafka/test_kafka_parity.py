@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.kafka.helpers import Topic
-from tests.spark.helpers import make_pipeline
+from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 

@@ -266,7 +266,7 @@ def test_dates_and_timestamps_are_integers(yt, yt_root):
 
 
 def test_the_spark_composite_row(yt, yt_root):
-    """The composite row of ``tests/spark/test_yt_stream.py`` is accepted and read back as written."""
+    """The composite row of ``tests/yt/test_yt_stream.py`` is accepted and read back as written."""
     schema = [
         {"name": "tags", "type_v3": {"type_name": "list", "item": "string"}},
         {"name": "point", "type_v3": STRUCT},

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from tests.spark.helpers import Pipeline, make_pipeline
 from tests.streams.base import READ_MODES, StreamLog, StreamScenarios
+from tests.yt.helpers import Pipeline, make_pipeline
 
 pytestmark = pytest.mark.spark
 
 
 class YtQueueLog(StreamLog):
-    """A :class:`~tests.spark.helpers.Pipeline` (queue, consumer, output table, checkpoint) as a :class:`StreamLog`."""
+    """A :class:`~tests.yt.helpers.Pipeline` (queue, consumer, output table, checkpoint) as a :class:`StreamLog`."""
 
     def __init__(self, pipe: Pipeline, read_mode: str = "executors") -> None:
         self.pipe = pipe

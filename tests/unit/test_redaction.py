@@ -1,4 +1,4 @@
-"""The rules of :mod:`spyt_queue.redaction` (the Spark-level proof is tests/spark/test_secrets.py)."""
+"""The rules of :mod:`spyt_queue.redaction` (the Spark-level proof is tests/yt/test_secrets.py)."""
 
 from __future__ import annotations
 

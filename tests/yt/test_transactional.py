@@ -22,8 +22,8 @@ from spyt_queue.offsets import StreamOffset
 from spyt_queue.options import Options
 from spyt_queue.spark.sink import YtStreamWriter, yt_stream_writer
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
-from tests.spark.helpers import EVENT_SCHEMA, produce_ids, purge_last_commit
-from tests.spark.killed_driver import kill_driver_midway
+from tests.yt.helpers import EVENT_SCHEMA, produce_ids, purge_last_commit
+from tests.yt.killed_driver import kill_driver_midway
 
 pytestmark = pytest.mark.spark
 

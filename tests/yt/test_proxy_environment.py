@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.user_errors import first_line
+from tests.yt.user_errors import first_line
 
 pytestmark = pytest.mark.spark
 

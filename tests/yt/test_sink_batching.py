@@ -171,7 +171,7 @@ def test_kafka_sink_produces_every_column_of_every_row(spark, kafka_bootstrap, t
 
 def test_kafka_sink_asks_for_failure_reports_only_without_dead_letters(kafka_bootstrap) -> None:
     """Without a dead-letter target, acknowledged records cost no Python callback; a refused record still fails
-    the task (tests/spark/test_dead_letter.py: test_kafka_sink_refused_record_stops_the_query_by_default)."""
+    the task (tests/yt/test_dead_letter.py: test_kafka_sink_refused_record_stops_the_query_by_default)."""
     topic = Topic(kafka_bootstrap, "unused", 1)
     writer = KafkaRecordWriter({"bootstrap.servers": kafka_bootstrap, **DEFAULTS}, topic.name)
     batch = pa.RecordBatch.from_pydict({"value": [b"a", b"b"]})

@@ -2,8 +2,8 @@
 
 The query is described by a JSON-able spec (source options, selected columns, sink and its options), so a test can
 rebuild the very same query in-process for the restart. Used by the SIGKILL tests of the HBase, Kudu and
-transactional YT pipelines (tests/hbase/test_hbase_stream.py, tests/spark/test_kudu_stream.py,
-tests/spark/test_transactional.py).
+transactional YT pipelines (tests/hbase/test_hbase_stream.py, tests/kudu/test_kudu_stream.py,
+tests/yt/test_transactional.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _DRIVER = """
 import json, sys
 from pyspark.sql import SparkSession
 sys.path.insert(0, {root!r})
-from tests.spark.killed_driver import start_query
+from tests.yt.killed_driver import start_query
 spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", "2").getOrCreate())
 query = start_query(spark, json.loads(sys.argv[1]), {{"processingTime": "200 milliseconds"}})

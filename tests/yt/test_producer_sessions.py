@@ -21,7 +21,7 @@ from spyt_queue.yt.admin import column, create_producer, create_queue
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.table_writer import WriteStats, YtTableWriter
-from tests.spark.helpers import make_pipeline
+from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from spyt_queue.yt.admin import create_queue
-from tests.spark.helpers import OUTPUT_SCHEMA, Pipeline, make_pipeline
+from tests.yt.helpers import OUTPUT_SCHEMA, Pipeline, make_pipeline
 
 pytestmark = pytest.mark.spark
 
@@ -84,7 +84,7 @@ def test_a_re_created_queue_is_not_mistaken_for_the_old_one(spark, pipe) -> None
     pipe.run(spark)
     assert pipe.output_ids() == ids
     pipe.yt.remove(pipe.queue)
-    from tests.spark.helpers import EVENT_SCHEMA
+    from tests.yt.helpers import EVENT_SCHEMA
 
     create_queue(pipe.yt, pipe.queue, EVENT_SCHEMA, tablet_count=2)
     pipe.produce(4)

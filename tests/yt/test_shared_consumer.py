@@ -17,8 +17,8 @@ from pyspark.errors import StreamingQueryException
 
 from spyt_queue.errors import ConsumerConflictError
 from spyt_queue.yt.admin import create_queue
-from tests.spark.helpers import make_pipeline, produce_ids
-from tests.spark.test_transactional import OUT_SCHEMA, Setup, _batch
+from tests.yt.helpers import make_pipeline, produce_ids
+from tests.yt.test_transactional import OUT_SCHEMA, Setup, _batch
 
 pytestmark = pytest.mark.spark
 

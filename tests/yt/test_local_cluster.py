@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.spark.helpers import make_pipeline
+from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 

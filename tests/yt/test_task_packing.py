@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pyspark.sql.functions import spark_partition_id
 
-from tests.spark.helpers import make_pipeline
+from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 

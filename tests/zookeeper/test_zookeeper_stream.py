@@ -14,7 +14,7 @@ from spyt_queue.cli import app
 from spyt_queue.yt.admin import column, create_queue, create_sorted_table
 from spyt_queue.zookeeper.store import ZooKeeperStore
 from tests.kafka.helpers import Topic, ids_in, run_to_files
-from tests.spark.helpers import EVENT_SCHEMA, OUTPUT_SCHEMA, produce_ids, store_stream
+from tests.yt.helpers import EVENT_SCHEMA, OUTPUT_SCHEMA, produce_ids, store_stream
 
 pytestmark = pytest.mark.spark
 

@@ -13,8 +13,8 @@ import pytest
 from spyt_queue.sinks.kudu.client import get_client
 from spyt_queue.sinks.kudu.store import KuduStore
 from spyt_queue.yt.admin import create_queue
-from tests.spark.helpers import EVENT_SCHEMA, produce_ids, store_stream
-from tests.spark.killed_driver import kill_driver_midway, start_query
+from tests.yt.helpers import EVENT_SCHEMA, produce_ids, store_stream
+from tests.yt.killed_driver import kill_driver_midway, start_query
 
 pytestmark = pytest.mark.spark
 

@@ -23,7 +23,7 @@ from spyt_queue.cli import app
 from spyt_queue.errors import OptionError
 from spyt_queue.yt.admin import create_queue
 from spyt_queue.zookeeper.store import ZooKeeperStore
-from tests.spark.helpers import EVENT_SCHEMA, OUTPUT_SCHEMA, produce_ids, store_stream
+from tests.yt.helpers import EVENT_SCHEMA, OUTPUT_SCHEMA, produce_ids, store_stream
 
 pytestmark = pytest.mark.spark
 

@@ -22,7 +22,7 @@ from spyt_queue.yt.admin import column, create_consumer, create_queue
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.deadletter import YtDeadLetterTarget
 from tests.kafka.helpers import Topic
-from tests.user_errors import query_failure
+from tests.yt.user_errors import query_failure
 
 pytestmark = pytest.mark.spark
 

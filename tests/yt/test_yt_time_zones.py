@@ -16,7 +16,7 @@ import yt.yson as yson
 
 from spyt_queue.spark.source import YtQueueDataSource
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_sorted_table
-from tests.worker_tz import python_workers_in
+from tests.yt.worker_tz import python_workers_in
 
 pytestmark = pytest.mark.spark
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from spyt_queue.yt.admin import column, create_consumer, create_queue
-from tests.spark.helpers import make_pipeline
-from tests.user_errors import SLACK_S, failure, first_line, free_port, query_failure
+from tests.yt.helpers import make_pipeline
+from tests.yt.user_errors import SLACK_S, failure, first_line, free_port, query_failure
 
 pytestmark = pytest.mark.spark
 

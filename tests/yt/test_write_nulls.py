@@ -20,7 +20,7 @@ from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.table_writer import YtTableWriter
 from tests.kafka.helpers import Topic
-from tests.spark.helpers import make_pipeline
+from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,7 @@ from pyspark.errors import StreamingQueryException
 
 from spyt_queue import register
 from spyt_queue.spark.source import STREAM_RUNNER_ENV
-from tests.spark.helpers import Pipeline, make_pipeline
+from tests.yt.helpers import Pipeline, make_pipeline
 
 pytestmark = pytest.mark.spark
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.spark.helpers import make_pipeline
+from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 

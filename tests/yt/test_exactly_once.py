@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from spyt_queue.yt.admin import column, create_producer, create_queue, create_sorted_table
-from tests.spark.helpers import make_pipeline
+from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
 
