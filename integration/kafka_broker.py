@@ -77,7 +77,7 @@ KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL_MAIN = "kafka.tools.StorageTool"
 NODE_ID = 1
 
-#: Kept under their old names for callers that imported them from here (tests/stores uses ``_free_ports``).
+#: Kept under their old names for callers that imported them from here (tests/contract/stores uses ``_free_ports``).
 _free_ports = free_ports
 _port_is_free = port_is_free
 _props_text = properties_text

@@ -128,7 +128,7 @@ NOT_RUN = {
         "builds .venv, installs the servers and runs the whole suite and ruff (this test among them)"
     ),
     ("CONTRIBUTING.md", "Running the tests a change concerns", "bash"): (
-        "runs pytest on tests/stores/ and tests/unit/, which the suite runs anyway"
+        "runs pytest on tests/contract/stores/ and tests/unit/, which the suite runs anyway"
     ),
 }
 SUMMARY = ("docs/cli.md", "Command line", "bash")

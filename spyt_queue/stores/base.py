@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 class OffsetStore(ABC):
     """Committed positions (the next unread row per partition) of one source for one group.
 
-    The contract (checked by ``tests/stores/``, run against each store's real server):
+    The contract (checked by ``tests/contract/stores/``, run against each store's real server):
 
     * :meth:`committed` returns what is stored; partitions never committed are absent (or ``None``).
     * :meth:`advance` moves every partition of ``new`` from its value in ``old`` (``None`` = not committed yet)

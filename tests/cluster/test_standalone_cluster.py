@@ -3,8 +3,9 @@
 
 The driver subprocess is a pytest session of its own whose SparkSession connects to the cluster (see the
 ``SPYT_TEST_SPARK_*`` variables in tests/conftest.py) and which uses this session's YT server and Kafka broker. It runs
-the shared stream scenarios on the YT and Kafka sources (tests/streams) and the exactly-once sinks through a forced
-replay: YT -> sorted YT table keyed by the source coordinates, Kafka -> sorted YT table, and the transactional mode.
+the shared stream scenarios on the YT and Kafka sources (tests/contract/streams) and the exactly-once sinks through a
+forced replay: YT -> sorted YT table keyed by the source coordinates, Kafka -> sorted YT table, and the transactional
+mode.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 #: the scenario chosen covers a Trigger.Once batch, capped AvailableNow batches resumed from the checkpoint, exact
 #: per-partition ranges and the store at the end).
 ON_CLUSTER = [
-    "tests/streams/test_yt.py::TestYtQueueStream::test_once_reads_everything_then_available_now_caps_every_batch",
-    "tests/streams/test_kafka.py::TestKafkaTopicStream::test_once_reads_everything_then_available_now_caps_every_batch",
+    "tests/contract/streams/test_yt.py::TestYtQueueStream::test_once_reads_everything_then_available_now_caps_every_batch",
+    "tests/contract/streams/test_kafka.py::TestKafkaTopicStream::test_once_reads_everything_then_available_now_caps_every_batch",
     "tests/yt/test_exactly_once.py::test_sorted_target_keyed_by_service_columns_is_idempotent",
     "tests/cluster/kafka_to_yt.py::test_kafka_into_a_sorted_yt_table_is_exactly_once_through_a_replay",
     "tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing",

@@ -1,5 +1,5 @@
-"""The HBase offset store beyond the shared contract (tests/stores/): Cloudera's layout defects, fixed, on a real
-HBase (the session fixture ``hbase``)."""
+"""The HBase offset store beyond the shared contract (tests/contract/stores/): Cloudera's layout defects, fixed, on a
+real HBase (the session fixture ``hbase``)."""
 
 from __future__ import annotations
 

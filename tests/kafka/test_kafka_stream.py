@@ -2,7 +2,7 @@
 Kafka schema, headers, transactions, minOffsetsPerTrigger, the sink, timestamps, subscribePattern, status.
 
 The scenarios every backend shares (restarts, caps, deleted records, added partitions, two queries on one group,
-idle commits) run once for all backends in ``tests/streams/``."""
+idle commits) run once for all backends in ``tests/contract/streams/``."""
 
 from __future__ import annotations
 

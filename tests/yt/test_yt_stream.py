@@ -2,7 +2,7 @@
 server (service columns, batch reads, composite types, lag and status, schema and option errors).
 
 The scenarios every backend shares (restarts, caps, trimmed rows, added tablets, two queries on one consumer, idle
-commits) run once for all backends in ``tests/streams/``."""
+commits) run once for all backends in ``tests/contract/streams/``."""
 
 from __future__ import annotations
 

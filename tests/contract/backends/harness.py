@@ -16,7 +16,7 @@ from spyt_queue.yt.admin import column, create_consumer, create_queue
 
 class Harness(ABC):
     """One fresh log with ``partitions`` partitions (read through its backend; the backend's store is tested in
-    ``tests/stores/``)."""
+    ``tests/contract/stores/``)."""
 
     @abstractmethod
     def partition_keys(self) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from spyt_queue.committer import Committer
 from spyt_queue.errors import ConsumerConflictError, SpytQueueError
-from tests.stores.harness import (
+from tests.contract.stores.harness import (
     HBaseFactory,
     KafkaGroupFactory,
     KuduFactory,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.streams.base import READ_MODES, StreamLog, StreamScenarios
+from tests.contract.streams.base import READ_MODES, StreamLog, StreamScenarios
 from tests.yt.helpers import Pipeline, make_pipeline
 
 pytestmark = pytest.mark.spark

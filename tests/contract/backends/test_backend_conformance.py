@@ -1,7 +1,7 @@
 """One conformance suite every queue backend must pass (YTsaurus on the embedded server, Kafka on a real broker).
 
 Each test pins one rule of the read contract the Spark adapter relies on (bounds, ranges, trimmed rows, new
-partitions); all run against real servers. Committed positions belong to the stores: ``tests/stores/``.
+partitions); all run against real servers. Committed positions belong to the stores: ``tests/contract/stores/``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from spyt_queue.errors import DataLossError
 from spyt_queue.spark.partitions import DataLossPolicy
-from tests.backends.harness import Harness, KafkaHarness, YtHarness
+from tests.contract.backends.harness import Harness, KafkaHarness, YtHarness
 
 
 @pytest.fixture(params=["yt", "kafka"])
@@ -79,7 +79,7 @@ def test_own_store_starts_empty_and_is_keyed_by_the_logs_partitions(log: Harness
     """The backend's own store (YT consumer, Kafka group) holds nothing for a fresh log, so the ``store``
     starting position resolves to each partition's first available row; what one backend's store commits under
     the log's partition keys, a new backend's store reads back. (The store contract itself is checked by
-    ``tests/stores/``.)"""
+    ``tests/contract/stores/``.)"""
     from spyt_queue.positions import resolve_positions
     from spyt_queue.settings import Position
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.contract.streams.base import READ_MODES, StreamLog, StreamScenarios
 from tests.kafka.helpers import FILES_SCHEMA, Topic, run_to_files, start_to_files
-from tests.streams.base import READ_MODES, StreamLog, StreamScenarios
 
 pytestmark = pytest.mark.spark
 
