@@ -76,8 +76,8 @@ def yt_root(yt, request: pytest.FixtureRequest) -> str:
             pass
 
 
-#: Environment of a test session run as the driver of another cluster (tests/cluster runs one so): the master URL,
-#: extra Spark settings as a JSON object, the application's name.
+#: Environment of a test session run as the driver of another cluster (tests/clusters/standalone runs one so): the
+#: master URL, extra Spark settings as a JSON object, the application's name.
 SPARK_MASTER_ENV = "SPYT_TEST_SPARK_MASTER"
 SPARK_CONF_ENV = "SPYT_TEST_SPARK_CONF"
 SPARK_APP_NAME_ENV = "SPYT_TEST_SPARK_APP_NAME"
@@ -170,7 +170,7 @@ def kafka_broker():
 @pytest.fixture(scope="session")
 def kafka_bootstrap(request: pytest.FixtureRequest) -> str:
     """``bootstrap.servers`` of the session broker (``SPYT_TEST_KAFKA_BOOTSTRAP`` when set: a broker already running,
-    as when tests/cluster runs a session as a cluster's driver)."""
+    as when tests/clusters/standalone runs a session as a cluster's driver)."""
     if os.environ.get(KAFKA_BOOTSTRAP_ENV):
         return os.environ[KAFKA_BOOTSTRAP_ENV]
     return request.getfixturevalue("kafka_broker").bootstrap_servers

@@ -1,4 +1,4 @@
-"""``ytqueue produce``'s value rules at their boundaries (the command itself is tested in tests/test_cli_produce.py)."""
+"""``ytqueue produce``'s value rules at their boundaries (the command is tested in tests/cli/test_cli_produce.py)."""
 
 from __future__ import annotations
 

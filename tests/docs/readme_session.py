@@ -1,4 +1,4 @@
-"""A reader's Python session for ``tests/test_readme_examples.py``: one fresh interpreter that runs the README's
+"""A reader's Python session for ``tests/docs/test_readme_examples.py``: one fresh interpreter that runs the README's
 ```python blocks sent to it, one at a time, in one namespace (as a reader pasting them into one Python prompt).
 
 Protocol: one JSON request per line on stdin, ``{"code": ..., "filename": ..., "timeout": seconds}`` (or

@@ -1,4 +1,4 @@
-"""Helpers of the YTsaurus conformance suite (``tests/server``).
+"""Helpers of the YTsaurus conformance suite (``tests/yt_server``).
 
 Everything here drives a cluster only through ``yt.wrapper``. Helpers poll where real YTsaurus is
 asynchronous (tablet state transitions, the queue consumer registration cache, trimming), so the same

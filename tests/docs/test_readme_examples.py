@@ -30,7 +30,7 @@ The reader:
 * runs shell blocks line by line with ``bash`` in that directory; ``export``ed variables stay for the following lines
   and blocks. A line ending in ``&`` is started in the background, and the reader waits for its first line of output
   (``ytqueue local`` printing its address) before going on; it is interrupted (SIGINT) at the end;
-* runs Python blocks in one fresh Python process (``tests/readme_session.py``), started at the first Python block
+* runs Python blocks in one fresh Python process (``tests/docs/readme_session.py``), started at the first Python block
   with the shell's environment of that moment: the README itself creates the SparkSession and the checkpoint folder;
 * after each Python block does what a reader does to see it work: the queries it started run until the data
   available is processed (``processAllAvailable()``) and are stopped; a block that starts none has the streams it
@@ -45,7 +45,7 @@ The "Command line" block of docs/cli.md is the summary of the commands and is no
 followed the examples already has the server and the tables; running it again would start a second server on the
 same port and fail on existing tables). ``test_command_line_summary_is_what_the_examples_run`` checks that each of its
 lines is a line of a block run before it, one of the ``status`` lines the checks run, or ``ytqueue demo``
-(tests/test_demo.py). ``test_relative_links_resolve`` checks that every relative link of these pages names an
+(tests/docs/test_demo.py). ``test_relative_links_resolve`` checks that every relative link of these pages names an
 existing file, and an existing heading where it has an anchor.
 """
 
@@ -72,7 +72,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 DOCS_INDEX = DOCS / "README.md"
@@ -88,7 +88,7 @@ NOT_CODE_LANGS = {"text", "json", "yaml", "toml", "ini", "csv", "diff"}
 NOT_RUN = {
     ("README.md", "Set-up: two commands on a fresh machine", "bash"): (
         "`make demo` / `make test` build .venv and run the demo and the whole suite (this test among them): "
-        "tests/test_demo.py runs the demo, tests/packaging/ a fresh install"
+        "tests/docs/test_demo.py runs the demo, tests/packaging/ a fresh install"
     ),
     ("README.md", "From a checkout", "bash"): (
         "builds .venv (the reader's environment is that venv, activated); tests/packaging/ checks an editable install "
@@ -103,20 +103,21 @@ NOT_RUN = {
         "tables); test_command_line_summary_is_what_the_examples_run checks it line by line"
     ),
     ("docs/clusters.md", "Deploying the package to executors", "bash"): (
-        "installs into /opt/spyt on every machine of a Spark cluster; tests/cluster/ runs this recipe against a local "
-        "standalone cluster"
+        "installs into /opt/spyt on every machine of a Spark cluster; tests/clusters/standalone/ runs this recipe "
+        "against a local standalone cluster"
     ),
     ("docs/clusters.md", "Deploying the package to executors", "python"): (
-        "connects to a Spark standalone master (spark://master-host:7077); tests/cluster/ runs the stream scenarios "
-        "on a local standalone cluster"
+        "connects to a Spark standalone master (spark://master-host:7077); tests/clusters/standalone/ runs the stream "
+        "scenarios on a local standalone cluster"
     ),
     ("docs/clusters.md", "Spark Connect", "bash"): (
-        "starts a Spark Connect server: tests/connect/conftest.py starts one per session with the same launcher "
-        "(integration/spark_connect.py: start-connect-server.sh --wait, PYSPARK_PYTHON = the venv's Python)"
+        "starts a Spark Connect server: tests/clusters/connect/conftest.py starts one per session with the same "
+        "launcher (integration/spark_connect.py: start-connect-server.sh --wait, PYSPARK_PYTHON = the venv's Python)"
     ),
     ("docs/clusters.md", "Spark Connect", "python"): (
         "a Connect client would turn the reader's Python process into one for the blocks after it: "
-        "tests/connect/test_connect.py::test_readme_recipe runs this block against the session's Connect server"
+        "tests/clusters/connect/test_connect.py::test_readme_recipe runs this block against the session's Connect "
+        "server"
     ),
     ("docs/reliability.md", "Reliability: the chaos suite", "bash"): (
         "the long chaos run takes an hour; tests/chaos/ runs the short one"
@@ -134,7 +135,7 @@ NOT_RUN = {
 SUMMARY = ("docs/cli.md", "Command line", "bash")
 # Lines of the "Command line" summary that no block runs, with the reason.
 SUMMARY_LINES_NOT_RUN = {
-    "ytqueue demo": "the demo runs for about a minute; tests/test_demo.py runs it and checks its report",
+    "ytqueue demo": "the demo runs for about a minute; tests/docs/test_demo.py runs it and checks its report",
 }
 # Lines of the "Command line" summary that the checks below run (by the fragment that identifies them).
 SUMMARY_LINES_RUN_BY_CHECKS = ("status --queue", "status --bootstrap-servers")
@@ -369,7 +370,7 @@ class Reader:
     # python --------------------------------------------------------------------------------------------------
 
     def run_python(self, block: Block) -> dict[str, Any]:
-        """Run a Python block in the reader's Python session; the session's reply (see tests/readme_session.py)."""
+        """Run a Python block in the reader's Python session; the session's reply (see tests/docs/readme_session.py)."""
         if self.python is None:
             self.python = subprocess.Popen(
                 [sys.executable, str(SESSION)],

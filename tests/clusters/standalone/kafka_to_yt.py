@@ -1,7 +1,7 @@
 """Kafka source -> YT sorted table keyed by the record's coordinates: exactly once through a forced replay.
 
-Not collected on its own (no ``test_`` prefix): ``tests/cluster/test_standalone_cluster.py`` runs it, with the
-shared stream scenarios, in a test session whose SparkSession is a driver of the standalone cluster, so that its
+Not collected on its own (no ``test_`` prefix): ``tests/clusters/standalone/test_standalone_cluster.py`` runs it, with
+the shared stream scenarios, in a test session whose SparkSession is a driver of the standalone cluster, so that its
 tasks run in executor processes of the workers.
 """
 

@@ -24,7 +24,7 @@ from tests.conftest import KAFKA_BOOTSTRAP_ENV, SPARK_APP_NAME_ENV, SPARK_CONF_E
 
 pytestmark = pytest.mark.spark
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 #: What the driver session runs: a representative subset, kept small for CI time (each test runs several queries;
 #: the scenario chosen covers a Trigger.Once batch, capped AvailableNow batches resumed from the checkpoint, exact
@@ -33,7 +33,7 @@ ON_CLUSTER = [
     "tests/contract/streams/test_yt.py::TestYtQueueStream::test_once_reads_everything_then_available_now_caps_every_batch",
     "tests/contract/streams/test_kafka.py::TestKafkaTopicStream::test_once_reads_everything_then_available_now_caps_every_batch",
     "tests/yt/test_exactly_once.py::test_sorted_target_keyed_by_service_columns_is_idempotent",
-    "tests/cluster/kafka_to_yt.py::test_kafka_into_a_sorted_yt_table_is_exactly_once_through_a_replay",
+    "tests/clusters/standalone/kafka_to_yt.py::test_kafka_into_a_sorted_yt_table_is_exactly_once_through_a_replay",
     "tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing",
 ]
 

@@ -250,7 +250,7 @@ def test_client_environment_is_not_the_servers(connect_spark, pipe, monkeypatch)
 def test_readme_recipe(connect_server, connect_spark, yt, yt_proxy, yt_root, checkpoint, capsys) -> None:
     """The "Spark Connect" Python block of docs/clusters.md, run as written against this session's server (the
     addresses, ``//home/me/`` and the checkpoint path replaced), after the tables the README's examples create."""
-    from tests.test_readme_examples import DOCS, page_blocks
+    from tests.docs.test_readme_examples import DOCS, page_blocks
 
     (block,) = [
         b for b in page_blocks(DOCS / "clusters.md") if b.key == ("docs/clusters.md", "Spark Connect", "python")

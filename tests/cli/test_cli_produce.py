@@ -17,7 +17,7 @@ from spyt_queue import cli
 from spyt_queue.cli import app
 from spyt_queue.yt import admin
 from spyt_queue.yt.client import make_yt_client
-from tests.test_cli_commands import assert_ok, assert_one_line_error
+from tests.cli.test_cli_commands import assert_ok, assert_one_line_error
 
 
 def run(*args: str, input: str | None = None):
