@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -374,30 +375,36 @@ def _schemaful_dsv_config(attributes: dict[str, Any]) -> _DsvConfig:
 _ESCAPE_FORWARD = {0: b"0", 9: b"t", 10: b"n", 13: b"r"}
 
 
-def _dsv_escape(value: bytes, config: _DsvConfig) -> bytes:
+def _dsv_escaper(config: _DsvConfig) -> Callable[[bytes], bytes]:
     """``EscapeAndWrite`` with the table of ``ConfigureEscapeTable``: only the record separator, the field separator
-    and the escaping symbol are escaped (``\\r`` and NUL pass through unless one of them is a separator)."""
-    stops = {config.record_separator[0], config.field_separator[0]}
+    and the escaping symbol are escaped (``\\r`` and NUL pass through unless one of them is a separator), in one pass
+    over the value."""
     if not config.escaping:
-        return value
-    stops.add(config.escaping_symbol[0])
-    if not any(b in stops for b in value):
-        return value
-    out = bytearray()
-    for byte in value:
-        if byte in stops:
-            out += config.escaping_symbol + _ESCAPE_FORWARD.get(byte, bytes((byte,)))
-        else:
-            out.append(byte)
-    return bytes(out)
+        return lambda value: value
+    stops = {config.record_separator, config.field_separator, config.escaping_symbol}
+    table = {stop: config.escaping_symbol + _ESCAPE_FORWARD.get(stop[0], stop) for stop in stops}
+    pattern = re.compile(b"[" + b"".join(re.escape(stop) for stop in sorted(stops)) + b"]")
+
+    def escape(value: bytes) -> bytes:
+        if pattern.search(value) is None:
+            return value
+        return pattern.sub(lambda match: table[match.group()], value)
+
+    return escape
+
+
+def _dsv_escape(value: bytes, config: _DsvConfig) -> bytes:
+    """One value escaped as :func:`_dsv_escaper` escapes it."""
+    return _dsv_escaper(config)(value)
 
 
 def format_double(value: float) -> bytes:
     """A double as YTsaurus's ``WriteDouble`` prints it: Arcadia's ``FloatToString`` (shortest round-trip digits,
     decimal notation for exponents in [-10, 21), else ``d.ddde+XX``), with ``.`` appended when the text has neither
     a ``.`` nor an ``e`` (``42.``, ``inf.``, ``nan.``)."""
-    import decimal
-
+    shortest = repr(value)
+    if "e" not in shortest and shortest[-1].isdigit():  # Python's decimal range (1e-4 <= |x| < 1e16) is within YT's
+        return shortest.rstrip("0").encode("ascii")  # 100.0 -> 100., 0.5 -> 0.5
     if value != value:
         text = "nan"
     elif value in (float("inf"), float("-inf")):
@@ -405,9 +412,14 @@ def format_double(value: float) -> bytes:
     elif value == 0:
         text = "-0" if str(value).startswith("-") else "0"
     else:
-        sign, digits, exponent = decimal.Decimal(repr(value)).normalize().as_tuple()
-        text_digits = "".join(map(str, digits))
-        point = len(text_digits) + int(exponent)  # decimal point position from the left
+        sign = value < 0
+        mantissa, _, power = repr(abs(value)).partition("e")  # repr: the shortest digits that round-trip
+        whole, _, fraction = mantissa.partition(".")
+        all_digits = whole + fraction
+        point = len(whole) + int(power or 0)  # decimal point position from the left
+        text_digits = all_digits.lstrip("0")
+        point -= len(all_digits) - len(text_digits)
+        text_digits = text_digits.rstrip("0")
         scientific = point - 1
         if -10 <= scientific < 21:
             if point <= 0:
@@ -448,26 +460,37 @@ def _schemaful_dsv(rows: list[Any], fmt: Format) -> bytes:
     """``TSchemafulWriterForSchemafulDsv``: the ``columns`` in their order (all columns of the row when absent),
     nulls and missing columns per ``missing_value_mode`` (``fail``: error, ``skip_row``, ``print_sentinel``)."""
     config = _schemaful_dsv_config(fmt.attributes)
-    out = bytearray()
-    columns = config.columns
+    escape = _dsv_escaper(config)
+    sentinel, separator = config.missing_value_sentinel, config.field_separator
+    lines: list[bytes] = []
+    given = [(name, name.decode("utf-8", "replace")) for name in config.columns or ()]
     for row in rows:
-        names = columns if columns is not None else tuple(k if isinstance(k, bytes) else k.encode() for k in row)
-        values = [row.get(name, row.get(name.decode("utf-8", "replace"))) for name in names]
-        missing = next((i for i, v in enumerate(values) if v is None or isinstance(v, yson.YsonEntity)), None)
-        if missing is not None:
-            if config.missing_value_mode == "skip_row":
-                continue
-            if config.missing_value_mode == "fail":
-                name = names[missing].decode("utf-8", "replace")
-                raise YtError(f'Column "{name}" is in schema but missing')
-        fields = [
-            config.missing_value_sentinel
-            if v is None or isinstance(v, yson.YsonEntity)
-            else _dsv_value(v, names[i], config)
-            for i, v in enumerate(values)
-        ]
-        out += config.field_separator.join(fields) + config.record_separator
-    return bytes(out)
+        keys = given or [(k if isinstance(k, bytes) else k.encode(), k) for k in row]
+        fields: list[bytes] = []
+        for name, text in keys:
+            value = row.get(text)
+            if value is None:
+                value = row.get(name)
+            kind = type(value)
+            if kind is bytes:
+                fields.append(escape(value))
+            elif kind is int:
+                fields.append(b"%d" % value)
+            elif kind is str:
+                fields.append(escape(value.encode("utf-8")))
+            elif value is None or isinstance(value, yson.YsonEntity):
+                if config.missing_value_mode == "skip_row":
+                    break
+                if config.missing_value_mode == "fail":
+                    raise YtError(f'Column "{name.decode("utf-8", "replace")}" is in schema but missing')
+                fields.append(sentinel)
+            else:
+                fields.append(_dsv_value(value, name, config))
+        else:
+            lines.append(separator.join(fields))
+    if not lines:
+        return b""
+    return config.record_separator.join(lines) + config.record_separator
 
 
 # --------------------------------------------------------------------------------------------------------------
