@@ -1,5 +1,5 @@
-"""Fixtures for the broker infrastructure tests; the session broker itself (``kafka_broker``,
-``kafka_bootstrap``) lives in the top-level ``tests/conftest.py`` and is shared by every Kafka test."""
+"""Fixtures of the Kafka tests; the session broker itself (``kafka_broker``, ``kafka_bootstrap``) lives in
+``tests/conftest.py`` and is shared with every other folder that talks to Kafka."""
 
 from __future__ import annotations
 

@@ -7,17 +7,11 @@ from __future__ import annotations
 import pytest
 
 from spyt_queue.yt.admin import column, create_consumer, create_queue
-from tests.yt.helpers import make_pipeline
 from tests.yt.user_errors import SLACK_S, failure, first_line, free_port, query_failure
 
 pytestmark = pytest.mark.spark
 
 DEFAULT_CONNECT_TIMEOUT_S = 20  # documented default of connect_timeout
-
-
-@pytest.fixture
-def pipe(yt, yt_proxy, yt_root, checkpoint):
-    return make_pipeline(yt, yt_proxy, yt_root, checkpoint)
 
 
 def clean(line: str) -> None:

@@ -6,14 +6,8 @@ from __future__ import annotations
 import pytest
 
 from spyt_queue.yt.admin import column, create_producer, create_queue, create_sorted_table
-from tests.yt.helpers import make_pipeline
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def pipe(yt, yt_proxy, yt_root, checkpoint):
-    return make_pipeline(yt, yt_proxy, yt_root, checkpoint)
 
 
 def run_into(spark, pipe, target: str, **sink_options) -> None:

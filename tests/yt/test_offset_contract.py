@@ -14,14 +14,9 @@ import time
 import pytest
 
 from spyt_queue.yt.admin import create_queue
-from tests.yt.helpers import OUTPUT_SCHEMA, Pipeline, make_pipeline
+from tests.yt.helpers import OUTPUT_SCHEMA, Pipeline
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def pipe(yt, yt_proxy, yt_root, checkpoint):
-    return make_pipeline(yt, yt_proxy, yt_root, checkpoint)
 
 
 def _run_first_batch_only(spark, pipe: Pipeline, **options) -> None:

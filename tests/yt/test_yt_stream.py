@@ -10,14 +10,7 @@ import json
 
 import pytest
 
-from tests.yt.helpers import make_pipeline
-
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def pipe(yt, yt_proxy, yt_root, checkpoint):
-    return make_pipeline(yt, yt_proxy, yt_root, checkpoint)
 
 
 def test_service_columns_name_source_tablet_and_row(spark, pipe) -> None:
