@@ -12,11 +12,13 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
 
 from spyt_queue.yt import admin
+from tests.conftest import REAL_PROXY, make_client
 
 YTQUEUE = str(Path(sys.executable).with_name("ytqueue"))
 
@@ -28,9 +30,9 @@ def closed_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A port on 127.0.0.1 that accepts connections and never answers (a hung or wrong server)."""
+@contextmanager
+def silent_server() -> Iterator[int]:
+    """A port on 127.0.0.1 that accepts connections and never answers (a hung or wrong server), while inside."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(64)
@@ -44,10 +46,12 @@ def silent_port() -> Iterator[int]:
                 return
 
     threading.Thread(target=accept, daemon=True).start()
-    yield server.getsockname()[1]
-    server.close()
-    for connection in accepted:
-        connection.close()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
+        for connection in accepted:
+            connection.close()
 
 
 def ytqueue(*args: str, proxy: str | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
@@ -59,6 +63,29 @@ def ytqueue(*args: str, proxy: str | None = None) -> tuple[subprocess.CompletedP
     started = time.monotonic()
     done = subprocess.run([YTQUEUE, *args], capture_output=True, text=True, env=env, timeout=120)
     return done, time.monotonic() - started
+
+
+class Background:
+    """``ytqueue(*args, proxy=proxy)`` running in a thread of its own; :meth:`result` waits for its answer."""
+
+    def __init__(self, *args: str, proxy: str | None = None) -> None:
+        self.outcome: tuple[subprocess.CompletedProcess[str], float] | BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=args, kwargs={"proxy": proxy}, daemon=True)
+        self.thread.start()
+
+    def _run(self, *args: str, proxy: str | None) -> None:
+        try:
+            self.outcome = ytqueue(*args, proxy=proxy)
+        except BaseException as error:  # handed to the test by result()
+            self.outcome = error
+
+    def result(self) -> tuple[subprocess.CompletedProcess[str], float]:
+        """The finished command and the seconds it took (from its own start, whenever it is asked for)."""
+        self.thread.join(150)
+        assert self.outcome is not None, "ytqueue did not finish"
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
 
 
 def assert_one_line(done: subprocess.CompletedProcess[str], *fragments: str) -> str:
@@ -103,22 +130,51 @@ def test_a_kafka_broker_that_is_not_running_is_one_line_naming_it(args: tuple[st
     assert took < 30, f"{took:.0f} s"
 
 
-def test_a_kafka_endpoint_that_never_answers_is_one_line_too(silent_port: int) -> None:
-    done, took = ytqueue("status", "--bootstrap-servers", f"127.0.0.1:{silent_port}", "--topic", "t", "--group", "g")
+SILENT_STORES = ("zookeeper", "hbase", "kudu")
+
+
+@pytest.fixture(scope="module")
+def silent_endpoints(yt_proxy: str) -> Iterator[dict[str, tuple[int, Background]]]:
+    """``ytqueue status`` against Kafka and each store at ports that accept connections and never answer, all
+    started at once (each waits out its client's answer timeout, so together they take it once): per endpoint, its
+    port and its running command."""
+    yt = make_client(yt_proxy)
+    root = f"//tmp/spyt_queue_tests/silent_endpoints-{uuid.uuid4().hex[:8]}"
+    with ExitStack() as servers:
+        ports = {name: servers.enter_context(silent_server()) for name in ("kafka", *SILENT_STORES)}
+        kafka = ("--bootstrap-servers", f"127.0.0.1:{ports['kafka']}", "--topic", "t", "--group", "g")
+        runs = {"kafka": Background("status", *kafka)}
+        for scheme in SILENT_STORES:
+            queue = f"{root}/{scheme}/queue"
+            admin.create_queue(yt, queue, [admin.column("a", "int64")])
+            uri = f"{scheme}://127.0.0.1:{ports[scheme]}/x"
+            runs[scheme] = Background("status", "--queue", queue, "--store", uri, proxy=yt_proxy)
+        try:
+            yield {name: (ports[name], runs[name]) for name in ports}
+        finally:
+            for run in runs.values():  # every command answers before its silent server closes
+                run.thread.join(150)
+    if REAL_PROXY:
+        yt.remove(root, recursive=True, force=True)
+
+
+def test_a_kafka_endpoint_that_never_answers_is_one_line_too(
+    silent_endpoints: dict[str, tuple[int, Background]],
+) -> None:
+    silent_port, run = silent_endpoints["kafka"]
+    done, took = run.result()
     assert_one_line(done, f"Kafka at 127.0.0.1:{silent_port} accepts connections but answered no metadata request")
     assert took < 30, f"{took:.0f} s"
 
 
-@pytest.mark.parametrize("scheme", ["zookeeper", "hbase", "kudu"])
+@pytest.mark.parametrize("scheme", SILENT_STORES)
 def test_a_store_endpoint_that_never_answers_is_one_line_within_seconds(
-    yt, yt_proxy: str, yt_root: str, silent_port: int, scheme: str
+    silent_endpoints: dict[str, tuple[int, Background]], scheme: str
 ) -> None:
     """A server that accepts connections and never answers (hung, or another service on that port): the store
     clients would retry for up to minutes (kazoo, the Kudu Java client) printing each attempt."""
-    queue = f"{yt_root}/queue"
-    admin.create_queue(yt, queue, [admin.column("a", "int64")])
-    uri = f"{scheme}://127.0.0.1:{silent_port}/x"
-    done, took = ytqueue("status", "--queue", queue, "--store", uri, proxy=yt_proxy)
+    silent_port, run = silent_endpoints[scheme]
+    done, took = run.result()
     assert_one_line(done, f"the offset store {scheme}://127.0.0.1:{silent_port}", "did not answer", "--store")
     assert took < 25, f"{took:.0f} s"
 
