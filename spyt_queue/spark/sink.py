@@ -1,27 +1,38 @@
-"""``writeStream``/``write`` ``.format("ytqueue")``: Arrow writers over :class:`YtTableWriter`."""
+"""``writeStream``/``write`` ``.format("ytqueue")`` to a YTsaurus dynamic table: the YT sink's :class:`YtWriteTask`
+(over :class:`YtTableWriter`) plugged into the sink skeleton (:mod:`spyt_queue.spark.sink_skeleton`)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from spyt_queue.deadletter import log_batch
+from spyt_queue.deadletter import BoundDeadLetters
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import CommitError, OptionError, SpytQueueError
-from spyt_queue.options import Options
+from spyt_queue.options import WRITE, Option, Options
 from spyt_queue.sink_options import check_sink_options
-from spyt_queue.spark.errors import one_line
+from spyt_queue.spark.sink_skeleton import (
+    SinkBatchWriter,
+    SinkFormat,
+    SinkStreamWriter,
+    WriteTask,
+    batch_writer,
+    finished,
+    stream_writer,
+    tasks_finished,
+)
 from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
 from spyt_queue.yt.transactional import (
+    TRANSACTIONAL,
     TRANSACTIONAL_OPTIONS,
     BatchTransaction,
     TransactionalSettings,
@@ -37,17 +48,38 @@ from spyt_queue.yt.transactional import abort as abort_transaction
 log = logging.getLogger("spyt_queue.write")
 
 DEFAULT_DYN_BATCH_SIZE = 50_000
-DYN_BATCH_SIZE_ALIASES = ("dynBatchSize", "spark.ytsaurus.write.dynBatchSize", "spark.yt.write.dynBatchSize")
-#: Every option :func:`table_writer_from_options` reads (plus ``yt.*``); Spark adds path/checkpointLocation/queryName.
+DYN_BATCH_SIZE = Option(
+    "dyn_batch_size",
+    "rows per insert_rows request",
+    kind="int",
+    default=DEFAULT_DYN_BATCH_SIZE,
+    aliases=("dynBatchSize", "spark.ytsaurus.write.dynBatchSize", "spark.yt.write.dynBatchSize"),
+    modes=(WRITE,),
+)
+PRODUCER_PATH = Option(
+    "producer_path", "a queue producer table: exactly-once appends through producer sessions", modes=(WRITE,)
+)
+PRODUCER_SESSION_PREFIX = Option(
+    "producer_session_prefix", "session name prefix; default: derived from the query", modes=(WRITE,)
+)
+PRODUCER_ALLOW_GAPS = Option(
+    "producer_allow_gaps",
+    "accept gaps in source row indexes in producer mode",
+    kind="bool",
+    default=False,
+    modes=(WRITE,),
+)
+#: Every option the YTsaurus table sink reads (plus ``yt.*``); Spark adds path/checkpointLocation/queryName.
 YT_SINK_OPTIONS = (
     *YT_CONNECTION_OPTIONS,
-    "dyn_batch_size",
-    *DYN_BATCH_SIZE_ALIASES,
-    "producer_path",
-    "producer_session_prefix",
-    "producer_allow_gaps",
+    DYN_BATCH_SIZE,
+    PRODUCER_PATH,
+    PRODUCER_SESSION_PREFIX,
+    PRODUCER_ALLOW_GAPS,
     *TRANSACTIONAL_OPTIONS,
 )
+YT_SINK_WHAT = "the YTsaurus table sink"
+YT_SINK = SinkFormat("ytqueue", "appends or upserts")
 QUERY_ID_PROPERTY = "sql.streaming.queryId"  # local property Spark sets on every task of a streaming query
 
 
@@ -95,7 +127,7 @@ def default_session_prefix(options: Options) -> str | None:
     ``checkpointLocation`` (or ``queryName``), which Spark passes to the sink's options and which stays the same
     across restarts; ``None`` when neither is there (tasks then use the streaming query id, or ``spyt-queue`` in
     batch writes)."""
-    explicit = options.get_str("producer_session_prefix")
+    explicit = options.value(PRODUCER_SESSION_PREFIX)
     if explicit:
         return explicit
     for option in ("checkpointLocation", "queryName"):
@@ -118,12 +150,11 @@ def task_session_prefix(writer: YtTableWriter) -> str:
 
 def table_writer_from_options(options: Options, schema: StructType) -> YtTableWriter:
     """Validate the sink options and the DataFrame schema against the target table, before any write."""
-    check_sink_options(options, YT_SINK_OPTIONS, "the YTsaurus table sink", YT_CONFIG_PREFIX)
+    check_sink_options(options, YT_SINK_OPTIONS, YT_SINK_WHAT, YT_CONFIG_PREFIX)
     path = options.get_str("path")
     if not path:
         raise OptionError("path", "give the output table with .option('path', '//path/to/table') or .save(path)")
-    batch_size = options.get_int("dyn_batch_size", None, *DYN_BATCH_SIZE_ALIASES)
-    allow_gaps = options.get_bool("producer_allow_gaps", False)
+    batch_size, allow_gaps = options.value(DYN_BATCH_SIZE), options.value(PRODUCER_ALLOW_GAPS)
     connection = reachable_connection(options)  # within connect_timeout, naming the proxy
     client = connection.client()
     try:
@@ -138,8 +169,8 @@ def table_writer_from_options(options: Options, schema: StructType) -> YtTableWr
         connection,
         path,
         YtSchema.parse(attrs["schema"]),
-        dyn_batch_size=batch_size or DEFAULT_DYN_BATCH_SIZE,
-        producer_path=options.get_str("producer_path"),
+        dyn_batch_size=batch_size,
+        producer_path=options.value(PRODUCER_PATH),
         # One session per source tablet and query: two queries writing one target never share a session.
         producer_session_prefix=default_session_prefix(options),
         allow_gaps=allow_gaps,
@@ -194,101 +225,102 @@ def describe_abort(writer: YtTableWriter, messages: list[WriterCommitMessage | N
     return f"{summary}. All of it stays: {effect}"
 
 
-class YtStreamWriter(DataSourceStreamArrowWriter):
-    """Each micro-batch's tasks write their rows; every ``insert_rows`` is durable when it returns.
-
-    With ``transactional=true`` (:mod:`spyt_queue.yt.transactional`) the tasks insert under the batch's tablet
-    transaction instead, and :meth:`commit` advances the source consumer in it and commits: all or nothing."""
+class YtWriteTask(WriteTask):
+    """The YTsaurus table sink's task: :class:`YtTableWriter` on the executors, and with ``transactional=true``
+    (:mod:`spyt_queue.yt.transactional`, streams only) the batch's tablet transaction: tasks insert under it, the
+    driver's :meth:`commit` advances the source consumer in it and commits: all or nothing."""
 
     def __init__(self, writer: YtTableWriter, transactional: TransactionalSettings | None = None) -> None:
         self.writer = writer
         self.transactional = transactional
-        # Started when Spark pickles this writer for the executors (once per micro-batch, on the driver).
+        # Started when Spark pickles the writer for the executors (once per micro-batch, on the driver).
         self.transaction = BatchTransaction(writer.connection, transactional.timeout_ms) if transactional else None
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> YtWriteCommit:  # type: ignore[override]
-        """Write one task's rows (on an executor)."""
+    @property
+    def dead_letters(self) -> BoundDeadLetters | None:  # type: ignore[override]
+        """Where rows the table refuses go (the table writer's)."""
+        return self.writer.dead_letters
+
+    def describe(self) -> str:
+        """``YTsaurus table //path``."""
+        return f"YTsaurus table {self.writer.path}"
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> YtWriteCommit:
+        """Write one task's rows; every ``insert_rows`` is durable when it returns (transactional: inserted under
+        the batch's transaction, visible at its commit)."""
         if self.transaction is None:
-            return _commit(self.writer, iterator)
+            return _commit(self.writer, batches)
         tx = self.transaction.id
         if tx is None:
             raise CommitError("transactional=true: this task got no micro-batch transaction from the driver")
         refuse_retried_attempt()
         ping(self.writer.connection, tx)  # a transaction gone already fails the task before it writes anything
         self.writer.connection = attach(self.writer.connection, tx)
-        message = _commit(self.writer, iterator)
+        message = _commit(self.writer, batches)
         message.transaction_id = tx
         return message
 
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """All rows are already written by the tasks (producer pushes were checked by each task before pushing);
-        source tablets split across tasks are reported. Transactional: advance the consumer in the batch's
-        transaction and commit it (a replay of a batch that had committed aborts its transaction instead)."""
-        check_one_task_per_source_tablet(messages)
-        log_batch(messages, batchId, self.writer.dead_letters)
-        if self.transactional is None:
+    def check(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
+        """Rows are written by the tasks (producer pushes were checked by each task before pushing); source tablets
+        split across tasks are reported."""
+        check_one_task_per_source_tablet(list(messages))
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
+        """Transactional: advance the consumer in the batch's transaction and commit it (a replay of a batch that
+        had committed aborts its transaction instead)."""
+        if self.transactional is None or batch_id is None:
             return
         ids = sorted({m.transaction_id for m in messages if isinstance(m, YtWriteCommit) and m.transaction_id})
         if len(ids) > 1:
             for tx in ids:
                 abort_transaction(self.writer.connection, tx)
-            raise one_line(
-                CommitError(f"micro-batch {batchId}: its tasks wrote into {len(ids)} transactions {ids}; all aborted")
+            raise CommitError(
+                f"micro-batch {batch_id}: its tasks wrote into {len(ids)} transactions {ids}; all aborted"
             )
-        try:
-            commit_batch(self.writer.connection, self.transactional, batchId, ids[0] if ids else None)
-        except SpytQueueError as error:
-            raise one_line(error) from None
+        commit_batch(self.writer.connection, self.transactional, batch_id, ids[0] if ids else None)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Rows of successful tasks stay and the batch is not committed; the replay appends them again, upserts
-        them again or skips them (producer sessions). Logged with the counts. Transactional: the batch's
-        transaction is aborted, nothing of the batch stays."""
-        if self.transactional is not None:
-            ids = {m.transaction_id for m in messages if isinstance(m, YtWriteCommit) and m.transaction_id}
-            for tx in sorted(ids):
-                abort_transaction(self.writer.connection, tx)
-            log.warning("micro-batch %s failed: its transaction was aborted, nothing of it was written", batchId)
-            return
-        log.warning("micro-batch %s failed: %s", batchId, describe_abort(self.writer, messages))
+    def summary(self, messages: Sequence[WriterCommitMessage | None]) -> str:
+        """Tasks finished and rows written."""
+        rows = sum(m.rows for m in finished(messages, YtWriteCommit))
+        return f"{tasks_finished(messages, YtWriteCommit)}, writing {rows} rows"
 
-
-class YtBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("ytqueue")``: append (ordered) or upsert (sorted) into a dynamic table."""
-
-    def __init__(self, writer: YtTableWriter) -> None:
-        self.writer = writer
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> YtWriteCommit:  # type: ignore[override]
-        """Write one task's rows (on an executor)."""
-        return _commit(self.writer, iterator)
-
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Rows of successful tasks stay (dynamic tables have no job-wide transaction here); logged with counts."""
-        log.warning("write failed: %s", describe_abort(self.writer, messages))
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> str:
+        """Rows of successful tasks stay (dynamic tables have no job-wide transaction here); the replay appends
+        them again, upserts them again or skips them (producer sessions). Transactional: the batch's transaction is
+        aborted, nothing of the batch stays."""
+        if self.transactional is None:
+            return describe_abort(self.writer, list(messages))
+        ids = {m.transaction_id for m in messages if isinstance(m, YtWriteCommit) and m.transaction_id}
+        for tx in sorted(ids):
+            abort_transaction(self.writer.connection, tx)
+        return "its transaction was aborted, nothing of it was written"
 
 
-def yt_stream_writer(options: Options, schema: StructType, overwrite: bool = False) -> YtStreamWriter:
+def yt_stream_writer(options: Options, schema: StructType, overwrite: bool = False) -> SinkStreamWriter:
     """The streaming sink, validated against the target table; only append/update output modes."""
-    if overwrite:
-        raise OptionError("outputMode", "ytqueue appends or upserts each micro-batch; use outputMode append or update")
-    check_sink_options(options, YT_SINK_OPTIONS, "the YTsaurus table sink", YT_CONFIG_PREFIX)
+    return stream_writer(YT_SINK, overwrite, lambda: _stream_task(options, schema))
+
+
+def _stream_task(options: Options, schema: StructType) -> YtWriteTask:
+    check_sink_options(options, YT_SINK_OPTIONS, YT_SINK_WHAT, YT_CONFIG_PREFIX)
     settings = transactional_settings(options)
-    if settings is not None and "producer_path" in options:
+    if settings is not None and PRODUCER_PATH.name in options:
         raise OptionError(
             "transactional", "can not be combined with producer_path: choose one exactly-once mode of the sink"
         )
     writer = table_writer_from_options(options, schema)
     if settings is not None:
         writer.connection = transactional_connection(writer.connection)
-    return YtStreamWriter(writer, settings)
+    return YtWriteTask(writer, settings)
 
 
-def yt_batch_writer(options: Options, schema: StructType, overwrite: bool) -> YtBatchWriter:
+def yt_batch_writer(options: Options, schema: StructType, overwrite: bool) -> SinkBatchWriter:
     """The batch sink; ``overwrite`` is refused (dynamic tables are appended to or upserted into)."""
-    if overwrite:
-        raise OptionError("mode", "ytqueue appends or upserts; use mode('append')")
-    if options.get_bool("transactional", False):
+    return batch_writer(YT_SINK, overwrite, lambda: _batch_task(options, schema))
+
+
+def _batch_task(options: Options, schema: StructType) -> YtWriteTask:
+    if options.value(TRANSACTIONAL):
         raise OptionError("transactional", "only streaming writes (writeStream) commit with a source consumer")
     transactional_settings(options)  # refuses consumer_path / transaction_timeout without transactional=true
-    return YtBatchWriter(table_writer_from_options(options, schema))
+    return YtWriteTask(table_writer_from_options(options, schema))

@@ -49,7 +49,7 @@ from yt.wrapper.errors import YtResponseError
 
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.offsets import StreamOffset, sorted_partitions
-from spyt_queue.options import Options
+from spyt_queue.options import WRITE, Option, Options
 from spyt_queue.yt.client import YtConnection, make_yt_client
 from spyt_queue.yt.consumer_store import (
     KEPT_TRANSACTIONAL_WRITERS,
@@ -62,9 +62,24 @@ from spyt_queue.yt.options import plain_cypress_path
 
 log = logging.getLogger("spyt_queue.transactional")
 
-#: Sink options of the transactional mode.
-TRANSACTIONAL_OPTIONS = ("transactional", "consumer_path", "transaction_timeout")
 DEFAULT_TRANSACTION_TIMEOUT_S = 120
+TRANSACTIONAL = Option(
+    "transactional",
+    "write each micro-batch and advance the source consumer in one tablet transaction (streams only)",
+    kind="bool",
+    default=False,
+    modes=(WRITE,),
+)
+TRANSACTIONAL_CONSUMER = Option("consumer_path", "with transactional=true: the source's consumer_path", modes=(WRITE,))
+TRANSACTION_TIMEOUT = Option(
+    "transaction_timeout",
+    "seconds a batch's transaction lives without a ping (each task pings when it starts)",
+    kind="int",
+    default=DEFAULT_TRANSACTION_TIMEOUT_S,
+    modes=(WRITE,),
+)
+#: Sink options of the transactional mode.
+TRANSACTIONAL_OPTIONS = (TRANSACTIONAL, TRANSACTIONAL_CONSUMER, TRANSACTION_TIMEOUT)
 ROW_LOCK_CONFLICT = 1700
 TOO_MANY_ROWS_IN_TRANSACTION = 1717
 NO_SUCH_TRANSACTION = 11000
@@ -89,10 +104,10 @@ def transactional_settings(options: Options) -> TransactionalSettings | None:
 
     Raises :class:`OptionError` for a ``consumer_path`` without ``transactional=true``, a missing ``consumer_path``,
     or a ``checkpointLocation`` the driver's Python can not read."""
-    enabled = options.get_bool("transactional", False)
-    consumer = options.get_str("consumer_path")
+    enabled = options.value(TRANSACTIONAL)
+    consumer = options.value(TRANSACTIONAL_CONSUMER)
     if not enabled:
-        for name in ("consumer_path", "transaction_timeout"):
+        for name in (TRANSACTIONAL_CONSUMER.name, TRANSACTION_TIMEOUT.name):
             if name in options:
                 raise OptionError(
                     name,
@@ -113,7 +128,7 @@ def transactional_settings(options: Options) -> TransactionalSettings | None:
             "transactional=true reads each batch's source range from the query's offsets log: set "
             ".option('checkpointLocation', '/path') on writeStream (on a filesystem the driver's Python can read)",
         )
-    timeout = options.get_int("transaction_timeout", DEFAULT_TRANSACTION_TIMEOUT_S) or DEFAULT_TRANSACTION_TIMEOUT_S
+    timeout = options.value(TRANSACTION_TIMEOUT)
     return TransactionalSettings(
         plain_cypress_path("consumer_path", consumer), checkpoint_directory(location), timeout * 1000
     )

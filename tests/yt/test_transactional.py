@@ -20,7 +20,8 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.offsets import StreamOffset
 from spyt_queue.options import Options
-from spyt_queue.spark.sink import YtStreamWriter, yt_stream_writer
+from spyt_queue.spark.sink import yt_stream_writer
+from spyt_queue.spark.sink_skeleton import SinkStreamWriter
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
 from tests.yt.helpers import EVENT_SCHEMA, produce_ids, purge_last_commit
 from tests.yt.killed_driver import kill_driver_midway
@@ -65,11 +66,11 @@ class Setup:
         meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}
         (directory / str(batch_id)).write_text(f"v1\n{json.dumps(meta)}\n{json.dumps(offset)}")
 
-    def task_writer(self, **extra: Any) -> YtStreamWriter:
+    def task_writer(self, **extra: Any) -> SinkStreamWriter:
         """The writer as a task gets it: built for the batch, pickled (which starts the transaction), unpickled."""
         return pickle.loads(pickle.dumps(yt_stream_writer(self.options(**extra), ROWS)))
 
-    def commit_writer(self, **extra: Any) -> YtStreamWriter:
+    def commit_writer(self, **extra: Any) -> SinkStreamWriter:
         """The writer Spark builds anew to run ``commit`` (never pickled: starts no transaction)."""
         return yt_stream_writer(self.options(**extra), ROWS)
 
@@ -98,9 +99,9 @@ def test_crash_between_insert_and_commit_leaves_nothing_and_the_replay_commits_o
     produce_ids(setup.yt, setup.queue, 0, 8)
     setup.log_batch(0, {"0": 4, "1": 4}, start={"0": 0, "1": 0})
     first, second = setup.task_writer(), setup.task_writer()
-    assert first.transaction.id != second.transaction.id, "one transaction per shipped writer"
+    assert first.task.transaction.id != second.task.transaction.id, "one transaction per shipped writer"
     lost = [first.write(iter([_batch([0, 2])])), first.write(iter([_batch([1, 3])]))]
-    assert all(m.transaction_id == first.transaction.id for m in lost)
+    assert all(m.transaction_id == first.task.transaction.id for m in lost)
     assert setup.ids() == [] and setup.offsets() == {}, "nothing visible before the commit"
     # The driver is gone: the commit never runs. The replay of batch 0 ships a new writer.
     replay = [second.write(iter([_batch([0, 2])])), second.write(iter([_batch([1, 3])]))]
