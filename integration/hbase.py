@@ -202,6 +202,8 @@ class HBaseMaster(_HBaseJvm):
 
     NAME = "HBase"
     PORTS = ("zookeeper_port", "master_port", "regionserver_port")
+    #: The master's clean shutdown takes about 20 s and never finished within the 5 s it was given: SIGKILL at once.
+    STOP_TIMEOUT = 0.0
     LOG_FILE = "hbase-master.log"
     WORK_DIR_PREFIX = "spyt-hbase-"
 

@@ -225,7 +225,7 @@ class ServerOptions(TypedDict, total=False):
     java: str | None
     #: Seconds ``start()`` waits for readiness (default 60).
     start_timeout: float
-    #: Seconds ``stop()`` waits after SIGTERM before SIGKILL (default: the class's ``STOP_TIMEOUT``).
+    #: Seconds ``stop()`` waits after SIGTERM before SIGKILL (default: the class's ``STOP_TIMEOUT``); 0 kills at once.
     stop_timeout: float
     #: The server's log level (default INFO).
     log_level: str
@@ -422,7 +422,8 @@ class JavaServer:
         return self
 
     def stop(self) -> None:
-        """SIGTERM (clean shutdown), SIGKILL after ``stop_timeout`` s, then remove the temporary directory."""
+        """SIGTERM (clean shutdown), SIGKILL after ``stop_timeout`` s (at once if 0), then remove the temporary
+        directory."""
         self._terminate()
         _RUNNING.discard(self)
         self._cleanup_work_dir()
@@ -534,7 +535,10 @@ class JavaServer:
     def _terminate(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:
-            if proc.poll() is None:
+            if proc.poll() is None and self.stop_timeout <= 0:
+                _signal_group(proc.pid, signal.SIGKILL)  # a clean shutdown is not worth waiting for
+                proc.wait(timeout=30)
+            elif proc.poll() is None:
                 _signal_group(proc.pid, signal.SIGTERM)
                 try:
                     proc.wait(timeout=self.stop_timeout)
