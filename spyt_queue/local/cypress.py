@@ -579,14 +579,47 @@ class Cypress:
     def remove_attribute(
         self, conn: sqlite3.Connection, node: Node, attribute: list[str], full_path: str, force: bool
     ) -> None:
-        """``remove //node/@name``."""
+        """``remove //node/@name`` and ``remove //node/@name/key/...`` (a key of a map, an item of a list, inside a
+        user attribute's value)."""
         name = attribute[0] if attribute else ""
-        if len(attribute) != 1 or name not in node.attrs:
+        if name in READ_ONLY_ATTRIBUTES:
+            raise YtError(f'Attribute "{name}" cannot be removed', attributes={"path": full_path})
+        if not attribute or name not in node.attrs:
             if force:
                 return
             raise resolve_error(full_path, f'Attribute "{name}" is not found')
-        del node.attrs[name]
+        if len(attribute) == 1:
+            del node.attrs[name]
+        else:
+            parent = node.attrs[name]
+            for key in attribute[1:-1]:
+                parent = _child(parent, key)
+                if parent is None:
+                    break
+            last = attribute[-1]
+            index = _child_index(parent, last)
+            if index is None:
+                if force:
+                    return
+                raise resolve_error(full_path, f'Node /{"/".join(attribute[:-1])} has no child with key "{last}"')
+            del parent[index]
+        node.sys["modification_time"] = _now()
         self.persist(conn, node)
+
+
+def _child(value: Any, key: str) -> Any:
+    """The child ``key`` of a map or list inside an attribute's value, ``None`` when there is none."""
+    index = _child_index(value, key)
+    return None if index is None else value[index]
+
+
+def _child_index(value: Any, key: str) -> Any:
+    """The index of child ``key`` in a map (the key) or list (an integer, negative from the end), else ``None``."""
+    if isinstance(value, dict):
+        return key if key in value else None
+    if isinstance(value, list) and key.lstrip("-").isdigit() and -len(value) <= int(key) < len(value):
+        return int(key)
+    return None
 
 
 def _like_prefix(path: str) -> str:
