@@ -216,6 +216,16 @@ def task_partition() -> str:
     return f"spark-partition-{context.partitionId()}" if context is not None else "this task"
 
 
+def row_coordinates(row: Mapping[str, Any], position: int, task: str | None = None) -> tuple[str, int]:
+    """A sink row's dead-letter ``partition``/``offset``: its source tablet and row index when the row carries the
+    ``ytqueue`` service columns (and they are set), else ``task`` (default :func:`task_partition`) and the row's
+    ``position`` in the task. The row form of :func:`batch_coordinates`."""
+    tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
+    if tablet is not None and index is not None:
+        return str(tablet), int(index)
+    return (task_partition() if task is None else task), position
+
+
 def batch_coordinates(batch: Any, first_row: int) -> list[tuple[str, int]]:
     """Per row of an Arrow ``batch`` (rows ``first_row``... of this task): the source tablet and row index when the
     batch carries the ``ytqueue`` service columns (and they are set), else (:func:`task_partition`, the row's

@@ -15,28 +15,20 @@ import hashlib
 import logging
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import types as T
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
 
-from spyt_queue.deadletter import (
-    DEAD_LETTER_OPTIONS,
-    KAFKA_PREFIX,
-    BoundDeadLetters,
-    DeadLetter,
-    batch_coordinates,
-    log_batch,
-    task_partition,
-    yson_payload,
-)
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, batch_coordinates, task_partition, yson_payload
 from spyt_queue.deadletter_targets import dead_letter_target
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
-from spyt_queue.options import Options
+from spyt_queue.options import WRITE, Option, Options
 from spyt_queue.redaction import shown
+from spyt_queue.sink_options import check_sink_options
 from spyt_queue.sinks.hbase.codec import (
     ESCAPE,
     encode_column,
@@ -47,46 +39,102 @@ from spyt_queue.sinks.hbase.codec import (
     key_part,
 )
 from spyt_queue.sinks.hbase.thrift2 import Thrift2Client
+from spyt_queue.spark.sink_skeleton import (
+    SINK_STAGE,
+    SinkBatchWriter,
+    SinkFormat,
+    SinkStreamWriter,
+    WriteTask,
+    batch_writer,
+    finished,
+    stream_writer,
+)
 
 __all__ = [
-    "KNOWN_OPTIONS",
-    "HBaseBatchWriter",
+    "HBASE_SINK_OPTIONS",
     "HBaseSinkSettings",
-    "HBaseStreamWriter",
     "HBaseWriteCommit",
+    "hbase_batch_writer",
+    "hbase_stream_writer",
     "settings_from_options",
 ]
 
 log = logging.getLogger(__name__)
 
-KNOWN_OPTIONS = (
-    "thrift",
-    "table",
-    "family",
-    "row_key",
-    "row_key_separator",
-    "row_key_prefix",
-    "column_mapping",
-    "timestamp_column",
-    "write_key_columns",
-    "batch_size",
-    "create_table",
-    "timeout",
-    "transport",
-    "protocol",
-    "thrift_api",
-    "thrift2_idl",
-)
-SPARK_OPTIONS = ("path", "checkpointLocation", "queryName")
 DEFAULT_PORT = 9090
 DEFAULT_FAMILY = "d"
 DEFAULT_BATCH_SIZE = 1000
 WHAT = "the spyt_hbase sink"
+HBASE_SINK = SinkFormat("spyt_hbase", "puts rows into the table")
+
+_W = (WRITE,)
+THRIFT = Option("thrift", "host[:port] of the Thrift gateway (Thrift1, or Thrift2 with thrift_api=2)", modes=_W)
+THRIFT_API = Option("thrift_api", "1: Thrift1 gateway (happybase); 2: Thrift2 gateway", default="1", modes=_W)
+THRIFT2_IDL = Option("thrift2_idl", "the hbase-thrift jar (or its directory, or the .thrift file) of Thrift2", modes=_W)
+TABLE = Option("table", "HBase table (namespace:table allowed), or the save() path", modes=_W)
+ROW_KEY = Option("row_key", "comma-separated key columns, parts written as text", modes=_W)
+ROW_KEY_SEPARATOR = Option("row_key_separator", "between key parts (and after a prefix)", default="|", modes=_W)
+ROW_KEY_PREFIX = Option(
+    "row_key_prefix", "none, salt:N or hash:K: spreads hot keys over regions", default="none", modes=_W
+)
+FAMILY = Option("family", "column family of columns not in column_mapping", default=DEFAULT_FAMILY, modes=_W)
+COLUMN_MAPPING = Option("column_mapping", "col=family:qualifier,col2=qualifier", modes=_W)
+WRITE_KEY_COLUMNS = Option(
+    "write_key_columns", "also write the key columns as cells", kind="bool", default=False, modes=_W
+)
+TIMESTAMP_COLUMN = Option(
+    "timestamp_column", "timestamp column, or integer ms since the epoch, used as every cell's timestamp", modes=_W
+)
+BATCH_SIZE = Option("batch_size", "rows per Thrift call", kind="int", default=DEFAULT_BATCH_SIZE, modes=_W)
+CREATE_TABLE = Option(
+    "create_table",
+    "create a missing table with the families used (1 version, no TTL)",
+    kind="bool",
+    default=False,
+    modes=_W,
+)
+TIMEOUT = Option("timeout", "seconds per Thrift call", kind="int", default=30, modes=_W)
+TRANSPORT = Option(
+    "transport",
+    "buffered or framed (as the gateway runs)",
+    kind="choice",
+    default="buffered",
+    choices=("buffered", "framed"),
+    modes=_W,
+)
+PROTOCOL = Option(
+    "protocol",
+    "binary or compact (as the gateway runs)",
+    kind="choice",
+    default="binary",
+    choices=("binary", "compact"),
+    modes=_W,
+)
+#: Every option the sink reads; Spark adds path/checkpointLocation/queryName, dead letters add deadLetter.*.
+HBASE_SINK_OPTIONS = (
+    THRIFT,
+    THRIFT_API,
+    THRIFT2_IDL,
+    TABLE,
+    ROW_KEY,
+    ROW_KEY_SEPARATOR,
+    ROW_KEY_PREFIX,
+    FAMILY,
+    COLUMN_MAPPING,
+    WRITE_KEY_COLUMNS,
+    TIMESTAMP_COLUMN,
+    BATCH_SIZE,
+    CREATE_TABLE,
+    TIMEOUT,
+    TRANSPORT,
+    PROTOCOL,
+)
 
 
 @dataclass(frozen=True)
-class HBaseSinkSettings:
-    """Everything a task needs (picklable: encoders are built on the executor from ``schema``)."""
+class HBaseSinkSettings(WriteTask):
+    """The HBase sink's task: everything a task needs (picklable: encoders are built on the executor from
+    ``schema``); its tasks put their rows (:func:`write_task`), nothing is left to do on the driver."""
 
     host: str
     port: int
@@ -110,7 +158,23 @@ class HBaseSinkSettings:
     dead_letters: BoundDeadLetters | None = None
 
     def describe(self) -> str:
+        """``HBase table 't' via Thrift h:9090``."""
         return f"HBase table {self.table!r} via Thrift{'2' if self.api == 2 else ''} {self.host}:{self.port}"
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> HBaseWriteCommit:
+        """Put one task's rows (:func:`write_task`)."""
+        return write_task(self, batches)
+
+    def summary(self, messages: Sequence[WriterCommitMessage | None]) -> str:
+        """Rows and cells put."""
+        return _summary(messages)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> str:
+        """Puts of finished tasks stay; writing again rewrites them."""
+        return (
+            f"finished tasks wrote {_summary(messages)}, failed tasks may have written some rows; writing again "
+            "rewrites them (with timestamp_column, to the same cells and versions)"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- options
@@ -140,34 +204,36 @@ def _prefix(value: str | None) -> tuple[str, int] | None:
 
 def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSettings:
     """Validate the options against the DataFrame's schema (no server contact)."""
-    options.check_known((*KNOWN_OPTIONS, *SPARK_OPTIONS, *DEAD_LETTER_OPTIONS), WHAT, prefixes=(KAFKA_PREFIX,))
-    host, port = _endpoint(options.require_str("thrift", "Set the HBase Thrift gateway: .option('thrift', 'h:9090')"))
-    api_text = options.get_str("thrift_api") or "1"
+    check_sink_options(options, HBASE_SINK_OPTIONS, WHAT)
+    host, port = _endpoint(
+        options.require_str(THRIFT.name, "Set the HBase Thrift gateway: .option('thrift', 'h:9090')")
+    )
+    api_text = options.value(THRIFT_API)
     if api_text not in ("1", "2"):
         raise OptionError(
             "thrift_api",
             f"expected 1 (hbase thrift start) or 2 (hbase thrift2 start), got {shown('thrift_api', api_text)}",
         )
-    table = options.get_str("table") or options.get_str("path")
+    table = options.value(TABLE) or options.get_str("path")
     if not table:
         raise OptionError("table", "required: .option('table', 'events') or .save('events')")
     names = [f.name for f in schema.fields]
     types = {f.name: f.dataType for f in schema.fields}
-    key_text = options.require_str("row_key", "Name the row-key column(s): .option('row_key', 'user_id,event_id')")
+    key_text = options.require_str(ROW_KEY.name, "Name the row-key column(s): .option('row_key', 'user_id,event_id')")
     key_columns = tuple(c.strip() for c in key_text.split(",") if c.strip())
     missing = [c for c in key_columns if c not in types]
     if not key_columns or missing:
         raise OptionError("row_key", f"column(s) {missing or key_text!r} not in the DataFrame (columns: {names})")
-    separator = (options.get_str("row_key_separator") or "|").encode("utf-8")
+    separator = options.value(ROW_KEY_SEPARATOR).encode("utf-8")
     if len(key_columns) > 1 and separator.startswith(ESCAPE):
         raise OptionError(
             "row_key_separator",
             f"{separator.decode()!r} starts with '\\', the escape character of composite row-key parts (a part's "
             "'\\' is written '\\\\'): such a separator would be ambiguous; choose one that starts otherwise, e.g. '|'",
         )
-    family = options.get_str("family", DEFAULT_FAMILY) or DEFAULT_FAMILY
+    family = options.value(FAMILY)
     mapping: dict[str, str] = {}
-    for item in filter(None, (s.strip() for s in (options.get_str("column_mapping") or "").split(","))):
+    for item in filter(None, (s.strip() for s in (options.value(COLUMN_MAPPING) or "").split(","))):
         column, eq, target = item.partition("=")
         column, target = column.strip(), target.strip()
         if not eq or column not in types or not target:
@@ -175,8 +241,8 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
                 "column_mapping", f"{item!r} is not '<column>=<family>:<qualifier>' for a DataFrame column ({names})"
             )
         mapping[column] = target if ":" in target else f"{family}:{target}"
-    write_keys = options.get_bool("write_key_columns", False)
-    timestamp_column = options.get_str("timestamp_column")
+    write_keys = options.value(WRITE_KEY_COLUMNS)
+    timestamp_column = options.value(TIMESTAMP_COLUMN)
     if timestamp_column is not None:
         ts_type = types.get(timestamp_column)
         if not isinstance(ts_type, (T.TimestampType, T.TimestampNTZType, T.LongType, T.IntegerType)):
@@ -194,13 +260,8 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
     if not cells:
         raise OptionError("row_key", "every column is part of the row key: nothing is left to write as a cell")
     families = tuple(sorted({qualifier.split(b":", 1)[0].decode() for _, qualifier in cells}))
-    batch_size = options.get_int("batch_size", DEFAULT_BATCH_SIZE) or DEFAULT_BATCH_SIZE
-    timeout = options.get_int("timeout", 30) or 30
-    transport, protocol = options.get_str("transport") or "buffered", options.get_str("protocol") or "binary"
-    if transport not in ("buffered", "framed"):
-        raise OptionError("transport", f"expected buffered or framed, got {shown('transport', transport)}")
-    if protocol not in ("binary", "compact"):
-        raise OptionError("protocol", f"expected binary or compact, got {shown('protocol', protocol)}")
+    batch_size, timeout = options.value(BATCH_SIZE), options.value(TIMEOUT)
+    transport, protocol = options.value(TRANSPORT), options.value(PROTOCOL)
     target = dead_letter_target(options)  # validated here; checked on its server by check_table
     return HBaseSinkSettings(
         host=host,
@@ -209,18 +270,18 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
         schema=schema,
         key_columns=key_columns,
         separator=separator,
-        prefix=_prefix(options.get_str("row_key_prefix")),
+        prefix=_prefix(options.value(ROW_KEY_PREFIX)),
         cells=tuple(cells),
         timestamp_column=timestamp_column,
         batch_size=batch_size,
-        create_table=options.get_bool("create_table", False),
+        create_table=options.value(CREATE_TABLE),
         timeout_ms=int(timeout * 1000),
         transport=transport,
         protocol=protocol,
         families=families,
         api=int(api_text),
-        idl=options.get_str("thrift2_idl"),
-        dead_letters=None if target is None else target.bind(f"hbase:{table}", "sink"),
+        idl=options.value(THRIFT2_IDL),
+        dead_letters=None if target is None else target.bind(f"hbase:{table}", SINK_STAGE),
     )
 
 
@@ -716,49 +777,23 @@ def write_task_diverting(
     return commit
 
 
-def _summary(messages: list[WriterCommitMessage | None]) -> str:
-    done = [m for m in messages if isinstance(m, HBaseWriteCommit)]
+def _summary(messages: Sequence[WriterCommitMessage | None]) -> str:
+    done = finished(messages, HBaseWriteCommit)
     return f"{sum(m.rows for m in done)} row(s), {sum(m.cells for m in done)} cell(s) from {len(done)} task(s)"
 
 
-class HBaseStreamWriter(DataSourceStreamArrowWriter):
-    """Each micro-batch's rows as HBase puts; the batch commits when every task did."""
-
-    def __init__(self, settings: HBaseSinkSettings) -> None:
-        self.settings = settings
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> HBaseWriteCommit:  # type: ignore[override]
-        return write_task(self.settings, iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.info("%s: batch %s wrote %s", self.settings.describe(), batchId, _summary(messages))
-        log_batch(messages, batchId, self.settings.dead_letters)
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.warning(
-            "%s: batch %s aborted; finished tasks wrote %s, failed tasks may have written some rows. A replay "
-            "rewrites them (with timestamp_column, to the same cells and versions).",
-            self.settings.describe(),
-            batchId,
-            _summary(messages),
-        )
+def _prepared(options: Options, schema: T.StructType) -> HBaseSinkSettings:
+    settings = settings_from_options(options, schema)
+    check_table(settings)
+    return settings
 
 
-class HBaseBatchWriter(DataSourceArrowWriter):
-    """A DataFrame's rows as HBase puts."""
+def hbase_stream_writer(options: Options, schema: T.StructType, overwrite: bool) -> SinkStreamWriter:
+    """The streaming sink: options checked, table (and dead-letter target) checked or created, on the driver;
+    complete mode is refused (HBase has no truncate here)."""
+    return stream_writer(HBASE_SINK, overwrite, lambda: _prepared(options, schema))
 
-    def __init__(self, settings: HBaseSinkSettings) -> None:
-        self.settings = settings
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> HBaseWriteCommit:  # type: ignore[override]
-        return write_task(self.settings, iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        log_batch(messages, None, self.settings.dead_letters)
-
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        log.warning(
-            "%s: write aborted; finished tasks wrote %s, failed tasks may have written some rows",
-            self.settings.describe(),
-            _summary(messages),
-        )
+def hbase_batch_writer(options: Options, schema: T.StructType, overwrite: bool) -> SinkBatchWriter:
+    """The batch sink (``mode('append')`` only)."""
+    return batch_writer(HBASE_SINK, overwrite, lambda: _prepared(options, schema))

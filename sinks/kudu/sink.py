@@ -30,7 +30,7 @@ from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -50,23 +50,24 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.collector import gc_paused
-from spyt_queue.deadletter import (
-    BoundDeadLetters,
-    DeadLetter,
-    log_batch,
-    task_partition,
-    yson_payload,
-)
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, row_coordinates, task_partition, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
-from spyt_queue.options import Options
+from spyt_queue.options import WRITE, Option, Options
 from spyt_queue.sink_options import check_sink_options
-from spyt_queue.spark.errors import user_errors
-from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
+from spyt_queue.spark.sink_skeleton import (
+    SinkBatchWriter,
+    SinkFormat,
+    SinkStreamWriter,
+    WriteTask,
+    batch_writer,
+    finished,
+    stream_writer,
+)
 
 from .client import ColumnSpec, KuduTableNotFoundError, KuduWriteError, get_client
 from .mutations import Key, Mutation, MutationKind, format_key, key_of
-from .planners import HistoryPlanner, LatestPlanner, Planner, group_rows, plan_groups, planner_from_options
+from .planners import PLANNERS, HistoryPlanner, LatestPlanner, Planner, group_rows, plan_groups, planner_from_options
 
 __all__ = [
     "FORMAT",
@@ -82,22 +83,59 @@ __all__ = [
 ]
 
 FORMAT = "spyt_kudu"
+KUDU_SINK = SinkFormat(FORMAT, "plans rows into the table", stream_modes="append")
 log = logging.getLogger("spyt_queue.kudu")
 
-#: Every option the sink reads besides ``planner.*`` (Spark adds path/checkpointLocation/queryName).
-KUDU_SINK_OPTIONS = (
-    "kudu.master",
-    "kudu.jars",
-    "table",
+_W = (WRITE,)
+KUDU_MASTER = Option("kudu.master", "master addresses (host:7051[,host2:7051]), required", modes=_W)
+TABLE = Option("table", "the Kudu table (or save(<table>))", modes=_W)
+PLANNER = Option(
     "planner",
+    "append, upsert, latest (Type I, event-time upsert) or history (Type II)",
+    kind="choice",
+    default="upsert",
+    choices=tuple(PLANNERS),
+    modes=_W,
+)
+PLANNER_COLUMNS = Option("planner.", "the planner's columns (see the planners table)", kind="prefix", modes=_W)
+CREATE_TABLE = Option(
     "create_table",
-    "create_table.hash_columns",
-    "create_table.hash_buckets",
-    "create_table.range_columns",
-    "create_table.range_splits",
-    "create_table.replicas",
-    "key_check",
-    "scan_batch",
+    "create a missing table keyed by the planner's primary key, with the maintained columns",
+    kind="bool",
+    default=False,
+    modes=_W,
+)
+HASH_COLUMNS = Option("create_table.hash_columns", "hash-partitioning columns of a created table (the key)", modes=_W)
+HASH_BUCKETS = Option(
+    "create_table.hash_buckets", "hash buckets of a created table", kind="int", default=2, minimum=2, modes=_W
+)
+RANGE_COLUMNS = Option("create_table.range_columns", "range-partitioning columns of a created table", modes=_W)
+RANGE_SPLITS = Option(
+    "create_table.range_splits", "split rows of a created table's ranges (JSON list of lists)", kind="json", modes=_W
+)
+REPLICAS = Option(
+    "create_table.replicas", "replicas of a created table (the master's replication)", kind="int", modes=_W
+)
+KEY_CHECK = Option(
+    "key_check", "the batch fails if a key was planned by two tasks", kind="bool", default=True, modes=_W
+)
+KUDU_JARS = Option("kudu.jars", "client jars for executors", modes=_W)
+SCAN_BATCH = Option("scan_batch", "keys per scan", kind="int", default=1000, modes=_W)
+#: Every option the sink reads (``planner.*`` checked by the planner); Spark adds path/checkpointLocation/queryName.
+KUDU_SINK_OPTIONS = (
+    KUDU_MASTER,
+    KUDU_JARS,
+    TABLE,
+    PLANNER,
+    PLANNER_COLUMNS,
+    CREATE_TABLE,
+    HASH_COLUMNS,
+    HASH_BUCKETS,
+    RANGE_COLUMNS,
+    RANGE_SPLITS,
+    REPLICAS,
+    KEY_CHECK,
+    SCAN_BATCH,
 )
 
 _SPARK_TO_KUDU: tuple[tuple[type[DataType], str], ...] = (
@@ -134,8 +172,9 @@ def by_key(df: Any, key_columns: Sequence[str]) -> Any:
 
 
 @dataclass(frozen=True)
-class KuduSinkConfig:
-    """Everything a task needs, picklable: where to write, how to plan, whether to report keys."""
+class KuduSinkConfig(WriteTask):
+    """The Kudu sink's task, picklable: where to write, how to plan, whether to report keys. Its tasks plan and
+    apply their keys (:func:`write_task`); the driver refuses a batch whose key was planned by two tasks."""
 
     masters: str
     table: str
@@ -145,6 +184,27 @@ class KuduSinkConfig:
     scan_batch: int = 1000
     timestamp_columns: tuple[str, ...] = ()
     dead_letters: Any = None  # BoundDeadLetters (deadLetter.*): rows Kudu or the planner refuses go there
+
+    def describe(self) -> str:
+        """``Kudu table 't'``."""
+        return f"Kudu table {self.table!r}"
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> KuduWriteCommit:
+        """Plan and apply one task's rows (:func:`write_task`)."""
+        return write_task(self, batches)
+
+    def check(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
+        """Every task flushed and saw no row error; refuse the batch if a key was planned by two tasks."""
+        if self.key_check:
+            check_one_task_per_key(messages, self.table, self.planner.key)
+
+    def summary(self, messages: Sequence[WriterCommitMessage | None]) -> str:
+        """Tasks, rows and mutations by kind."""
+        return _summary(messages)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> str:
+        """Mutations of successful tasks stay; the replay re-plans the whole batch against them (idempotent)."""
+        return f"{_summary(messages)}; writing again re-plans every key"
 
 
 @dataclass
@@ -312,7 +372,7 @@ def _write_diverting(
     letters: list[DeadLetter] = []
     groups: dict[Key, list[tuple[tuple[str, int], dict[str, Any]]]] = {}
     for position, row in enumerate(rows):
-        where = _where(row, task, position)
+        where = row_coordinates(row, position, task)
         k = key_of(row, planner.key)
         if any(v is None for v in k):
             error = f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(planner.key, k)})"
@@ -405,12 +465,6 @@ def _apply_diverting(
             refused.add(id(mutation))
 
 
-def _where(row: Mapping[str, Any], task: str, position: int) -> tuple[str, int]:
-    """A row's dead-letter coordinates: its source tablet and row (service columns), else the task and position."""
-    tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
-    return (str(tablet), int(index)) if tablet is not None and index is not None else (task, position)
-
-
 def _origin(mutation: Mutation, group: Sequence[tuple[tuple[str, int], Mapping[str, Any]]]) -> tuple[str, int]:
     """The coordinates of the arriving row a mutation writes (the first whose values it carries), else of the key's
     last arriving row (e.g. the UPDATE closing a stored version)."""
@@ -443,7 +497,7 @@ def key_text(columns: Sequence[str], key_repr: str) -> str:
 
 
 def _summary(messages: Sequence[WriterCommitMessage | None]) -> str:
-    done = [m for m in messages if isinstance(m, KuduWriteCommit)]
+    done = finished(messages, KuduWriteCommit)
     counts: Counter[str] = Counter()
     for m in done:
         counts.update(m.mutations)
@@ -452,53 +506,11 @@ def _summary(messages: Sequence[WriterCommitMessage | None]) -> str:
     return f"{len(done)} task(s) wrote {rows} row(s) as {dict(counts) or 'no mutation'}; {failed} task(s) failed"
 
 
-class KuduStreamWriter(DataSourceStreamArrowWriter):
-    """Each micro-batch: tasks plan and apply their keys; the commit checks that no key spans two tasks."""
-
-    def __init__(self, config: KuduSinkConfig) -> None:
-        self.config = config
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KuduWriteCommit:  # type: ignore[override]
-        """Plan and apply one task's rows (on an executor)."""
-        return write_task(self.config, iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Every task flushed and saw no row error; refuse the batch if a key was planned by two tasks."""
-        if self.config.key_check:
-            user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
-        log.info("Kudu micro-batch %s committed: %s", batchId, _summary(messages))
-        log_batch(messages, batchId, self.config.dead_letters)
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Mutations of successful tasks stay; the replay re-plans the whole batch against them (idempotent)."""
-        log.warning("Kudu micro-batch %s failed: %s; its replay re-plans every key", batchId, _summary(messages))
-
-
-class KuduBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("spyt_kudu")``: the same planning as a micro-batch."""
-
-    def __init__(self, config: KuduSinkConfig) -> None:
-        self.config = config
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KuduWriteCommit:  # type: ignore[override]
-        """Plan and apply one task's rows (on an executor)."""
-        return write_task(self.config, iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Refuse the write if a key was planned by two tasks."""
-        if self.config.key_check:
-            user_errors(lambda: check_one_task_per_key(messages, self.config.table, self.config.planner.key))
-
-    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Mutations of successful tasks stay; writing again re-plans every key (idempotent)."""
-        log.warning("Kudu write failed: %s", _summary(messages))
-
-
 # ---------------------------------------------------------------------------------------- the driver
 
 
-def _columns_option(options: Options, name: str) -> list[str]:
-    raw = options.get_str(name) or ""
+def _columns_option(options: Options, option: Option) -> list[str]:
+    raw = options.value(option) or ""
     return [c.strip() for c in raw.split(",") if c.strip()]
 
 
@@ -543,13 +555,13 @@ def _create_table(client: Any, options: Options, config: KuduSinkConfig, schema:
     for name, kudu_type in maintained.items():
         if name not in primary and name not in fields:
             specs.append(ColumnSpec(name, kudu_type))
-    hash_columns = _columns_option(options, "create_table.hash_columns") or list(planner.key)
-    range_columns = _columns_option(options, "create_table.range_columns")
-    for opt, cols in (("create_table.hash_columns", hash_columns), ("create_table.range_columns", range_columns)):
+    hash_columns = _columns_option(options, HASH_COLUMNS) or list(planner.key)
+    range_columns = _columns_option(options, RANGE_COLUMNS)
+    for opt, cols in ((HASH_COLUMNS, hash_columns), (RANGE_COLUMNS, range_columns)):
         bad = [c for c in cols if c not in primary]
         if bad:
-            raise OptionError(opt, f"{bad} are not key columns (key: {primary})")
-    splits = options.get_json("create_table.range_splits") or []
+            raise OptionError(opt.name, f"{bad} are not key columns (key: {primary})")
+    splits = options.value(RANGE_SPLITS) or []
     if not isinstance(splits, list) or not all(isinstance(s, list) and len(s) == len(range_columns) for s in splits):
         raise OptionError(
             "create_table.range_splits",
@@ -559,10 +571,10 @@ def _create_table(client: Any, options: Options, config: KuduSinkConfig, schema:
         config.table,
         specs,
         hash_columns=hash_columns,
-        hash_buckets=options.get_int("create_table.hash_buckets", 2, minimum=2) or 2,
+        hash_buckets=options.value(HASH_BUCKETS),
         range_columns=range_columns,
         range_splits=splits,
-        replicas=options.get_int("create_table.replicas", None),
+        replicas=options.value(REPLICAS),
         ignore_existing=True,
     )
 
@@ -577,13 +589,13 @@ def _spec(name: str, kudu_type: str, f: Any, key: bool) -> Any:
 
 def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
     """Validate the options (no Kudu call) and build the task configuration."""
-    check_sink_options(options, KUDU_SINK_OPTIONS, "the spyt_kudu sink", "planner.")  # planner.* checked below
-    masters = options.require_str("kudu.master", "The Kudu master addresses, e.g. 'kudu-master:7051'.")
-    table = options.get_str("table") or options.get_str("path")
+    check_sink_options(options, KUDU_SINK_OPTIONS, "the spyt_kudu sink")  # planner.* checked by the planner
+    masters = options.require_str(KUDU_MASTER.name, "The Kudu master addresses, e.g. 'kudu-master:7051'.")
+    table = options.value(TABLE) or options.get_str("path")
     if not table:
         raise OptionError("table", "required: the Kudu table to write (option table, or save(<table>))")
     raw = options.raw()
-    planner = planner_from_options({k: v for k, v in raw.items() if k == "planner" or k.startswith("planner.")})
+    planner = planner_from_options({k: v for k, v in raw.items() if k == PLANNER.name or k.startswith("planner.")})
     names = [f.name for f in schema.fields]
     for col in planner.key:
         if col not in names:
@@ -595,9 +607,9 @@ def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
         masters=masters,
         table=table,
         planner=planner,
-        jars=options.get_str("kudu.jars"),
-        key_check=options.get_bool("key_check", True),
-        scan_batch=options.get_int("scan_batch", 1000) or 1000,
+        jars=options.value(KUDU_JARS),
+        key_check=options.value(KEY_CHECK),
+        scan_batch=options.value(SCAN_BATCH),
         timestamp_columns=timestamps,
         dead_letters=sink_dead_letters(options, f"kudu:{table}"),
     )
@@ -610,7 +622,7 @@ def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) 
 
     client = get_client(config.masters, jars=config.jars)
     if not client.table_exists(config.table):
-        if not options.get_bool("create_table", False):
+        if not options.value(CREATE_TABLE):
             raise KuduTableNotFoundError(
                 f"Kudu table {config.table!r} does not exist on {config.masters}: create it, or set "
                 "create_table=true (with planner.key and optionally create_table.hash_buckets / range_columns)"
@@ -663,19 +675,13 @@ def _fit_far_future(config: KuduSinkConfig, table: Any, schema: StructType) -> K
     return config
 
 
-def kudu_stream_writer(options: Mapping[str, str] | Options, schema: StructType, overwrite: bool) -> KuduStreamWriter:
+def kudu_stream_writer(options: Mapping[str, str] | Options, schema: StructType, overwrite: bool) -> SinkStreamWriter:
     """The streaming sink: options checked, table prepared (on the driver)."""
     opts = options if isinstance(options, Options) else Options(options)
-    if overwrite:
-        raise OptionError("outputMode", "spyt_kudu plans each micro-batch into the table; use outputMode append")
-    config = prepare_table(opts, config_from_options(opts, schema), schema)
-    return KuduStreamWriter(config)
+    return stream_writer(KUDU_SINK, overwrite, lambda: prepare_table(opts, config_from_options(opts, schema), schema))
 
 
-def kudu_batch_writer(options: Mapping[str, str] | Options, schema: StructType, overwrite: bool) -> KuduBatchWriter:
+def kudu_batch_writer(options: Mapping[str, str] | Options, schema: StructType, overwrite: bool) -> SinkBatchWriter:
     """The batch sink (``mode('append')`` only)."""
     opts = options if isinstance(options, Options) else Options(options)
-    if overwrite:
-        raise OptionError("mode", "spyt_kudu plans rows into the table; use mode('append')")
-    config = prepare_table(opts, config_from_options(opts, schema), schema)
-    return KuduBatchWriter(config)
+    return batch_writer(KUDU_SINK, overwrite, lambda: prepare_table(opts, config_from_options(opts, schema), schema))

@@ -7,30 +7,38 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, log_batch, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, row_coordinates, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
-from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_PREFIX
-from spyt_queue.options import CONNECT_TIMEOUT_OPTION, Options, connect_timeout
+from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_CONFIG
+from spyt_queue.options import CONNECT_TIMEOUT, WRITE, Option, Options, connect_timeout
 from spyt_queue.sink_options import check_sink_options
-from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
+from spyt_queue.spark.sink_skeleton import (
+    SinkBatchWriter,
+    SinkStreamWriter,
+    WriteTask,
+    finished,
+    tasks_finished,
+)
 from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 
 #: librdkafka's partitioner matching the Java client's default for keyed records (murmur2 of the key); records
 #: without a key are spread at random (Java sticks to one partition per batch: both are valid spreads).
 JAVA_COMPATIBLE_PARTITIONER = "murmur2_random"
-#: Every option :func:`_writer` reads (plus ``kafka.*``); Spark adds path/checkpointLocation/queryName.
-KAFKA_SINK_OPTIONS = ("topic", CONNECT_TIMEOUT_OPTION)
+TOPIC = Option("topic", "the topic of every record (overrides the topic column)", modes=(WRITE,))
+#: Every option :func:`_writer` reads (``kafka.*`` included); Spark adds path/checkpointLocation/queryName.
+KAFKA_SINK_OPTIONS = (TOPIC, KAFKA_CONFIG, CONNECT_TIMEOUT)
+KAFKA_SINK_WHAT = "the Kafka sink"
 #: librdkafka's setting for delivery reports of failed records only (the sink without dead letters sets it).
 ONLY_ERROR_REPORTS = "delivery.report.only.error"
 #: Delivery errors that concern one record (the broker refused it), not the producer or the cluster: with a
@@ -85,16 +93,9 @@ class KafkaWriteCommit(WriterCommitMessage):
     dead_letters: int = 0
 
 
-def _record_coordinates(row: dict[str, Any], position: int) -> tuple[str, int]:
-    """The source tablet and row when the DataFrame kept the service columns, else Spark partition and position."""
-    tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
-    if tablet is not None and index is not None:
-        return str(tablet), int(index)
-    return task_label().replace("Spark partition ", "spark-partition-"), position
-
-
-class KafkaRecordWriter:
-    """Produces the rows of one task and waits until every record is acknowledged."""
+class KafkaRecordWriter(WriteTask):
+    """The Kafka sink's task: produces the rows of one task and waits until every record is acknowledged. Nothing
+    to do on the driver: acknowledged records stay (at-least-once), a replay produces them again."""
 
     def __init__(
         self, config: dict[str, Any], default_topic: str | None, dead_letters: BoundDeadLetters | None = None
@@ -103,6 +104,19 @@ class KafkaRecordWriter:
         self.config = config
         self.default_topic = default_topic
         self.dead_letters = dead_letters
+
+    def describe(self) -> str:
+        """``Kafka topic t`` (``Kafka topics of the topic column`` without the ``topic`` option)."""
+        return f"Kafka topic {self.default_topic}" if self.default_topic else "Kafka topics of the topic column"
+
+    def summary(self, messages: Sequence[WriterCommitMessage | None]) -> str:
+        """Tasks finished and records delivered."""
+        records = sum(m.records for m in finished(messages, KafkaWriteCommit))
+        return f"{tasks_finished(messages, KafkaWriteCommit)}, delivering {records} records"
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> str:
+        """Acknowledged records stay (at-least-once); the replay produces them again."""
+        return f"{self.summary(messages)}; acknowledged records stay, writing again produces them again"
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:
         """Produce every row, flush, and raise on the first delivery error.
@@ -144,8 +158,7 @@ class KafkaRecordWriter:
         acknowledged = [0]
 
         def letter(row: dict[str, Any], position: int, error: Any) -> DeadLetter:
-            partition, offset = _record_coordinates(row, position)
-            return dead.letter(partition, offset, error, yson_payload(row))
+            return dead.letter(*row_coordinates(row, position), error, yson_payload(row))
 
         def delivered(row: dict[str, Any], position: int, error: Any, message: Any) -> None:
             if error is None:
@@ -293,8 +306,8 @@ def _produce_kwargs(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
-    check_sink_options(options, KAFKA_SINK_OPTIONS, "the Kafka sink", KAFKA_PREFIX)
-    config = options.with_prefix(KAFKA_PREFIX)
+    check_sink_options(options, KAFKA_SINK_OPTIONS, KAFKA_SINK_WHAT)
+    config = options.value(KAFKA_CONFIG)
     if "bootstrap.servers" not in config:
         raise OptionError("kafka.bootstrap.servers", "required: the brokers to write to")
     for key in ("key.serializer", "value.serializer", "interceptor.classes"):
@@ -303,47 +316,19 @@ def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
     config.setdefault("enable.idempotence", True)
     config.setdefault("acks", "all")
     config.setdefault("partitioner", JAVA_COMPATIBLE_PARTITIONER)
-    default_topic = options.get_str("topic")
+    default_topic = options.value(TOPIC)
     check_kafka_schema(schema, default_topic)
     check_brokers_reachable(config, connect_timeout(options))  # within connect_timeout, naming the brokers
     dead_letters = sink_dead_letters(options, f"kafka:{default_topic or '<topic column>'}")
     return KafkaRecordWriter(config, default_topic, dead_letters)
 
 
-class KafkaStreamWriter(DataSourceStreamArrowWriter):
-    """Streaming sink: each task's records are acknowledged before the batch commits."""
-
-    def __init__(self, writer: KafkaRecordWriter) -> None:
-        self.writer = writer
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:  # type: ignore[override]
-        """Produce one task's rows (on an executor)."""
-        return self.writer.write(iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Records (and dead letters) are already acknowledged by the tasks; the dead-letter count is logged."""
-        log_batch(messages, batchId, self.writer.dead_letters)
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Acknowledged records stay (at-least-once); the replay produces them again."""
+def kafka_stream_writer(options: Options, schema: StructType) -> SinkStreamWriter:
+    """The streaming Kafka sink, validated up front. Complete mode is taken as Spark's Kafka sink takes it (every
+    row of the result is produced again)."""
+    return SinkStreamWriter(_writer(options, schema))
 
 
-class KafkaBatchWriter(DataSourceArrowWriter):
-    """``df.write.format("ytqueue").option("kafka.bootstrap.servers", ...)``."""
-
-    def __init__(self, writer: KafkaRecordWriter) -> None:
-        self.writer = writer
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaWriteCommit:  # type: ignore[override]
-        """Produce one task's rows (on an executor)."""
-        return self.writer.write(iterator)
-
-
-def kafka_stream_writer(options: Options, schema: StructType) -> KafkaStreamWriter:
-    """The streaming Kafka sink, validated up front."""
-    return KafkaStreamWriter(_writer(options, schema))
-
-
-def kafka_batch_writer(options: Options, schema: StructType) -> KafkaBatchWriter:
+def kafka_batch_writer(options: Options, schema: StructType) -> SinkBatchWriter:
     """The batch Kafka sink, validated up front."""
-    return KafkaBatchWriter(_writer(options, schema))
+    return SinkBatchWriter(_writer(options, schema))
