@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.types import StructType
@@ -33,6 +34,19 @@ class DataLossHandler(ABC):
         """Raise :class:`~spyt_queue.errors.DataLossError` or log ``message`` as a warning."""
 
 
+class BatchJournal(ABC):
+    """Where a source journals each micro-batch's range for a sink that commits the source's positions itself (the
+    transactional YT sink, :mod:`spyt_queue.yt.batch_journal`), so that sink never reads Spark's checkpoint."""
+
+    @abstractmethod
+    def requested(self) -> bool:
+        """Whether a sink asks for the journal (checked by the driver's planner)."""
+
+    @abstractmethod
+    def record(self, plan: Mapping[str, Any]) -> None:
+        """Journal a batch's ``start`` and ``end`` offsets, from the task that reads the batch's first partition."""
+
+
 class QueueBackend(ABC):
     """A partitioned, append-only log: bounds and ``[start, end)`` reads. Committed positions live in an
     :class:`~spyt_queue.stores.base.OffsetStore`."""
@@ -53,6 +67,10 @@ class QueueBackend(ABC):
     def default_store(self) -> OffsetStore | None:
         """Where this source keeps committed positions unless ``offsets.store`` says otherwise (YT: the consumer
         table, Kafka: the consumer group); ``None`` when there is none (a YT batch read without a consumer)."""
+        return None
+
+    def batch_journal(self) -> BatchJournal | None:
+        """Where this source journals its batches' ranges (:class:`BatchJournal`), ``None`` when it has nowhere."""
         return None
 
     @abstractmethod

@@ -10,13 +10,14 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from spyt_queue.backend import DataLossHandler, QueueBackend
+from spyt_queue.backend import BatchJournal, DataLossHandler, QueueBackend
 from spyt_queue.errors import DataLossError
 
 log = logging.getLogger("spyt_queue.read")
@@ -190,3 +191,32 @@ def split_ranges(
     return as_partitions(
         [[RangePartition(backend, key, first, stop, fail_on_data_loss) for key, first, stop in g] for g in groups]
     )
+
+
+class JournaledPartition(InputPartition):
+    """The first input partition of a batch whose range the task journals before reading (``inner``: the
+    partition's own ranges, ``None`` for a batch with no rows to read)."""
+
+    def __init__(self, inner: InputPartition | None, journal: BatchJournal, plan: Mapping[str, Any]) -> None:
+        super().__init__(getattr(inner, "value", None))
+        self.inner = inner
+        self.journal = journal
+        self.plan = dict(plan)
+
+    def __repr__(self) -> str:
+        return f"JournaledPartition({self.inner!r})"
+
+    def read(self) -> Iterator[pa.RecordBatch]:
+        """Journal the batch's range, then read the partition's rows (on an executor)."""
+        self.journal.record(self.plan)
+        if self.inner is not None:
+            yield from self.inner.read()  # type: ignore[attr-defined]
+
+
+def attach(
+    partitions: Sequence[InputPartition], journal: BatchJournal, plan: Mapping[str, Any]
+) -> list[InputPartition]:
+    """``partitions`` with the first one journaling ``plan`` (a batch without ranges gets one that only journals)."""
+    if not partitions:
+        return [JournaledPartition(None, journal, plan)]
+    return [JournaledPartition(partitions[0], journal, plan), *partitions[1:]]

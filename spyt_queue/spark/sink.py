@@ -28,6 +28,7 @@ from spyt_queue.spark.sink_skeleton import (
     stream_writer,
     tasks_finished,
 )
+from spyt_queue.yt.batch_journal import request_journal, task_batch
 from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
 from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
@@ -93,6 +94,7 @@ class YtWriteCommit(WriterCommitMessage):
     tablets: dict[int, tuple[int, int]] = field(default_factory=dict)
     dead_letters: int = 0
     transaction_id: str | None = None  # transactional=true: the batch's tablet transaction the rows went into
+    query_id: str | None = None  # transactional=true: the streaming query's id (keys the batch's journaled range)
 
 
 def check_one_task_per_source_tablet(messages: list[WriterCommitMessage | None]) -> list[int]:
@@ -258,6 +260,8 @@ class YtWriteTask(WriteTask):
         self.writer.connection = attach(self.writer.connection, tx)
         message = _commit(self.writer, batches)
         message.transaction_id = tx
+        batch = task_batch()
+        message.query_id = batch[0] if batch else None
         return message
 
     def check(self, messages: Sequence[WriterCommitMessage | None], batch_id: int | None) -> None:
@@ -277,7 +281,14 @@ class YtWriteTask(WriteTask):
             raise CommitError(
                 f"micro-batch {batch_id}: its tasks wrote into {len(ids)} transactions {ids}; all aborted"
             )
-        commit_batch(self.writer.connection, self.transactional, batch_id, ids[0] if ids else None)
+        queries = sorted({m.query_id for m in messages if isinstance(m, YtWriteCommit) and m.query_id})
+        commit_batch(
+            self.writer.connection,
+            self.transactional,
+            batch_id,
+            ids[0] if ids else None,
+            queries[0] if queries else None,
+        )
 
     def summary(self, messages: Sequence[WriterCommitMessage | None]) -> str:
         """Tasks finished and rows written."""
@@ -311,6 +322,7 @@ def _stream_task(options: Options, schema: StructType) -> YtWriteTask:
     writer = table_writer_from_options(options, schema)
     if settings is not None:
         writer.connection = transactional_connection(writer.connection)
+        request_journal(writer.connection.client(), settings.consumer_path)  # the source journals batch ranges
     return YtWriteTask(writer, settings)
 
 

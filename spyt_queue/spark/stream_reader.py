@@ -22,14 +22,21 @@ from pyspark.sql.streaming.datasource import (  # PySpark >= 4.2: admission cont
     SupportsTriggerAvailableNow,
 )
 
-from spyt_queue.backend import PartitionBounds, QueueBackend
+from spyt_queue.backend import BatchJournal, PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError
 from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
-from spyt_queue.spark.partitions import DataLossPolicy, PackedRanges, RangePartition, split_ranges
+from spyt_queue.spark.partitions import (
+    DataLossPolicy,
+    JournaledPartition,
+    PackedRanges,
+    RangePartition,
+    split_ranges,
+)
+from spyt_queue.spark.partitions import attach as attach_journal
 from spyt_queue.stores.base import OffsetStore
 
 log = logging.getLogger("spyt_queue.stream")
@@ -52,6 +59,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_batch_at = time.monotonic()
         self._commits: ThreadPoolExecutor | None = None
         self._writer: str | None = None  # this run's token for offsets of checkpoints written before tokens
+        self._batches_planned = 0  # batches planned by this reader (the batch journal: see _batch_journal)
+        self._journal_wanted: bool | None = None
         backend.schema()  # fetched once here, then carried to executors inside every input partition
 
     def __getstate__(self) -> dict[str, Any]:
@@ -215,7 +224,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """
         begin, stop = self._parse(start), self._parse(end)
         first = stop.batch_start if stop.batch_start is not None else begin.positions
-        return split_ranges(
+        partitions = split_ranges(
             self.backend,
             dict(first),
             dict(stop.positions),
@@ -224,10 +233,28 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.settings.min_tasks,
             self.settings.min_rows_per_task,
         )
+        journal = self._batch_journal()
+        if journal is None:
+            return partitions
+        return attach_journal(partitions, journal, {"start": dict(start), "end": dict(end)})
+
+    def _batch_journal(self) -> BatchJournal | None:
+        """The backend's batch journal when a sink asks for it (:mod:`spyt_queue.yt.batch_journal`): always for the
+        first batch this reader plans (Spark builds the sink's writer only after that), then as the journal says,
+        asked once."""
+        journal = self.backend.batch_journal()
+        if journal is None:
+            return None
+        self._batches_planned += 1
+        if self._batches_planned == 1:
+            return journal
+        if self._journal_wanted is None:
+            self._journal_wanted = journal.requested()
+        return journal if self._journal_wanted else None
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one range, or several packed ranges one after the other (on an executor)."""
-        assert isinstance(partition, (RangePartition, PackedRanges))
+        assert isinstance(partition, (RangePartition, PackedRanges, JournaledPartition))
         return partition.read()
 
     # -- committing ------------------------------------------------------------------------------------------

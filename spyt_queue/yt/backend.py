@@ -21,10 +21,11 @@ from pyspark.sql.types import StructType
 from yt.wrapper import YsonFormat, YtClient
 from yt.wrapper.errors import YtResponseError
 
-from spyt_queue.backend import DataLossHandler, PartitionBounds, QueueBackend
+from spyt_queue.backend import BatchJournal, DataLossHandler, PartitionBounds, QueueBackend
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.yt.arrow_rows import RowConverter
+from spyt_queue.yt.batch_journal import YtBatchJournal
 from spyt_queue.yt.client import YtConnection
 from spyt_queue.yt.consumer_store import YtConsumerStore
 from spyt_queue.yt.dsv_rows import DsvDecoder, dsv_format, dsv_unsupported_columns, row_index_sequence
@@ -141,9 +142,7 @@ class YtQueueBackend(QueueBackend):
         """The queue's YT schema (fetched once, then carried along when pickled)."""
         if self._yt_schema is None:
             try:
-                attributes = self.client.get(
-                    self.queue_path, attributes=["type", "dynamic", "schema", "sorted", "id"]
-                )
+                attributes = self.client.get(self.queue_path, attributes=["type", "dynamic", "schema", "sorted", "id"])
             except YtResponseError as error:
                 if has_code(error, _RESOLVE_ERROR):
                     raise SpytQueueError(
@@ -225,6 +224,12 @@ class YtQueueBackend(QueueBackend):
             str(i): PartitionBounds(int(t["trimmed_row_count"]), int(t["total_row_count"]))
             for i, t in enumerate(tablets)
         }
+
+    def batch_journal(self) -> BatchJournal | None:
+        """The consumer node, when ``consumer_path`` was given (:mod:`spyt_queue.yt.batch_journal`)."""
+        if not self.consumer_path:
+            return None
+        return YtBatchJournal(self.connection, self.consumer_path, self.source_id)
 
     def default_store(self) -> OffsetStore | None:
         """The consumer table, when ``consumer_path`` was given."""

@@ -8,26 +8,29 @@ The rows a micro-batch writes and the source consumer's advance commit in **one*
 2. Every task inserts its rows under that transaction (:class:`AttachedConnection`) and returns its id in its
    commit message. Nothing is visible until the commit.
 3. ``commit(messages, batchId)`` (another driver-side worker, which shares no memory with the source) learns the
-   batch's source range from Spark's own offsets log, ``<checkpointLocation>/offsets/<batchId>``: it is written
-   before the batch runs and holds the source's :class:`~spyt_queue.offsets.StreamOffset` (for batch 0 with its
-   journaled ``batch_start``). It then advances the consumer per tablet with ``advance_consumer(old_offset=...)``
-   inside the same transaction and commits: rows and advance become visible together, or neither does.
+   batch's source range from the journal the source keeps on the consumer node (:mod:`spyt_queue.yt.batch_journal`:
+   the task reading the batch's first partition writes the start and end offsets Spark planned, keyed by the
+   streaming query id and the batch id, which every task reports). It then advances the consumer per tablet with
+   ``advance_consumer(old_offset=...)`` inside the same transaction and commits: rows and advance become visible
+   together, or neither does. Spark's checkpoint is never read, so it may be on any filesystem Spark supports.
 
 A replay of a batch whose transaction had committed (the driver died before Spark logged the batch as done) finds
 the consumer already at the batch's end: its transaction is aborted, nothing is written twice. That is taken for a
 replay only when this query's own earlier attempt of the batch reached ``commit_transaction`` (a marker journaled
-in the checkpoint, ``<checkpointLocation>/spyt-queue/transactional/<batchId>``, before the commit); a consumer at the
+on the consumer, ``@spyt_queue_batch_commits/<query id>:<batch id>``, before the commit); a consumer at the
 batch's end without one was moved by another query on the same consumer: :class:`ConsumerConflictError`. The
 query's writer token is listed in the consumer's ``@spyt_queue_transactional_writers`` so that the source's own
 delayed commit recognises the sink's advance as this query's. A consumer moved by
 someone else makes the compare-and-set fail (3100, or a row-lock conflict 1700 at commit): the transaction is
 aborted, nothing is written, and the query stops with :class:`~spyt_queue.errors.ConsumerConflictError`.
 
-Limits: the checkpoint must be on a filesystem the driver's Python can read (a local or mounted path, ``file:``);
-the source must be one ``ytqueue`` YT queue read through the consumer given here; all of the batch is one
-transaction, bounded by YT's ``max_rows_per_transaction`` rows per tablet (100,000 by default, error 1717) and by
-the transaction timeout (``transaction_timeout``); a failed task can not be retried inside the transaction (its
-attempt may have inserted rows already), so it fails the batch, whose transaction is aborted.
+Limits: the source must be one ``ytqueue`` YT queue read through the consumer given here, in
+``read_mode=executors`` (the default: the journal is written by an executor task); with a checkpoint on a local path
+its offsets log is also checked for other sources (on other filesystems another source in the same query is not
+detected, and its rows are written at least once); all of the batch is one transaction, bounded by YT's
+``max_rows_per_transaction`` rows per tablet (100,000 by default, error 1717) and by the transaction timeout
+(``transaction_timeout``); a failed task can not be retried inside the transaction (its attempt may have inserted
+rows already), so it fails the batch, whose transaction is aborted.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from yt.wrapper.errors import YtResponseError
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.offsets import StreamOffset, sorted_partitions
 from spyt_queue.options import WRITE, Option, Options
+from spyt_queue.yt.batch_journal import SWEEP_EVERY, commit_marker, journaled_plans, mark_commit, sweep
 from spyt_queue.yt.client import YtConnection, make_yt_client
 from spyt_queue.yt.consumer_store import (
     KEPT_TRANSACTIONAL_WRITERS,
@@ -95,15 +99,17 @@ class TransactionalSettings:
     """What the transactional sink needs besides the table writer."""
 
     consumer_path: str
-    checkpoint: Path
     timeout_ms: int
+    #: The checkpoint when it is a local path: its offsets log is also checked for a second source (a guard only;
+    #: the batch's range comes from the journal on the consumer, :mod:`spyt_queue.yt.batch_journal`).
+    checkpoint: Path | None = None
 
 
 def transactional_settings(options: Options) -> TransactionalSettings | None:
     """The transactional mode's settings, ``None`` when ``transactional`` is off (the default).
 
-    Raises :class:`OptionError` for a ``consumer_path`` without ``transactional=true``, a missing ``consumer_path``,
-    or a ``checkpointLocation`` the driver's Python can not read."""
+    Raises :class:`OptionError` for a ``consumer_path`` without ``transactional=true`` or a missing
+    ``consumer_path``."""
     enabled = options.value(TRANSACTIONAL)
     consumer = options.value(TRANSACTIONAL_CONSUMER)
     if not enabled:
@@ -121,30 +127,23 @@ def transactional_settings(options: Options) -> TransactionalSettings | None:
             "transactional=true advances the source's consumer in the batch's transaction: give the same "
             "consumer_path as on spark.readStream",
         )
-    location = options.get_str("checkpointLocation")
-    if not location:
-        raise OptionError(
-            "checkpointLocation",
-            "transactional=true reads each batch's source range from the query's offsets log: set "
-            ".option('checkpointLocation', '/path') on writeStream (on a filesystem the driver's Python can read)",
-        )
     timeout = options.value(TRANSACTION_TIMEOUT)
     return TransactionalSettings(
-        plain_cypress_path("consumer_path", consumer), checkpoint_directory(location), timeout * 1000
+        plain_cypress_path("consumer_path", consumer),
+        timeout * 1000,
+        local_checkpoint(options.get_str("checkpointLocation")),
     )
 
 
-def checkpoint_directory(location: str) -> Path:
-    """``checkpointLocation`` as a local path: plain paths and ``file:`` URIs; other filesystems are refused."""
+def local_checkpoint(location: str | None) -> Path | None:
+    """``checkpointLocation`` as a local path (plain paths and ``file:`` URIs), ``None`` for other filesystems."""
+    if not location:
+        return None
     parsed = urllib.parse.urlparse(location)
     if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and location[1:3] in (":\\", ":/")):
         path = urllib.parse.unquote(parsed.path) if parsed.scheme == "file" else location
         return Path(os.path.abspath(path))
-    raise OptionError(
-        "checkpointLocation",
-        f"transactional=true reads Spark's offsets log with the driver's Python, which can not open {location!r}: "
-        "use a checkpoint on a local or mounted filesystem (a plain path or file:/...)",
-    )
+    return None
 
 
 def transactional_connection(connection: YtConnection) -> YtConnection:
@@ -287,52 +286,50 @@ class BatchRange:
     writer: str | None = None
 
 
-def _source_offsets(checkpoint: Path, batch_id: int) -> StreamOffset:
-    """The one ``ytqueue`` YT source's offset in ``offsets/<batch_id>`` (a line per source after the header)."""
-    path = checkpoint / "offsets" / str(batch_id)
+def _yt_sources_in_offsets_log(checkpoint: Path, batch_id: int) -> int | None:
+    """How many ``ytqueue`` YT sources ``offsets/<batch_id>`` of a local checkpoint holds, ``None`` if unreadable."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise SpytQueueError(
-            f"transactional=true: can not read Spark's offsets log {path} ({error.strerror or error}): the "
-            "checkpointLocation must be on a filesystem the driver's Python can read"
-        ) from error
-    found: list[StreamOffset] = []
+        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    count = 0
     for line in lines[2:]:
-        line = line.strip()
-        if not line or line == "-":
-            continue
         try:
-            data = json.loads(line)
+            data = json.loads(line.strip())
         except json.JSONDecodeError:
             continue
         if isinstance(data, dict) and "partitions" in data and str(data.get("source", "")).startswith("yt:/"):
-            found.append(StreamOffset.from_json(data))
-    if len(found) != 1:
-        what = "no ytqueue YTsaurus queue source" if not found else f"{len(found)} ytqueue YTsaurus queue sources"
+            count += 1
+    return count
+
+
+def batch_range(client: YtClient, settings: TransactionalSettings, query_id: str, batch_id: int) -> BatchRange:
+    """Where batch ``batch_id`` of query ``query_id`` starts and ends, as its source journaled it on the consumer
+    (batch 0 of a query: from the ``batch_start`` its end carries)."""
+    consumer = settings.consumer_path
+    plans = journaled_plans(client, consumer, query_id, batch_id)
+    if not plans:
+        raise SpytQueueError(
+            f"transactional=true: no range of micro-batch {batch_id} is journaled on consumer {consumer}: the query "
+            "must read its YTsaurus queue with format('ytqueue') through this consumer_path, with "
+            "read_mode=executors (the default; read_mode=driver reads without executor tasks to journal it)"
+        )
+    sources = sorted({str(plan.get("source")) for plan in plans})
+    in_log = _yt_sources_in_offsets_log(settings.checkpoint, batch_id) if settings.checkpoint else None
+    if len(sources) != 1 or (in_log is not None and in_log != 1):
+        count = len(sources) if len(sources) != 1 else in_log
         raise SpytQueueError(
             f"transactional=true needs a query reading exactly one YTsaurus queue with format('ytqueue') (its "
-            f"consumer's advance joins the batch's transaction); {path} holds {what}"
+            f"consumer's advance joins the batch's transaction); micro-batch {batch_id} reads {count}"
         )
-    return found[0]
-
-
-def batch_range(checkpoint: Path, batch_id: int) -> BatchRange:
-    """Where batch ``batch_id`` starts and ends, from the offsets log (batch 0: its journaled ``batch_start``)."""
-    end = _source_offsets(checkpoint, batch_id)
+    plan = plans[-1]
+    end = StreamOffset.from_json(plan["end"])
     if end.batch_start is not None:
         start, first = dict(end.batch_start), True
-    elif batch_id > 0:
-        start, first = dict(_source_offsets(checkpoint, batch_id - 1).positions), False
     else:
-        raise SpytQueueError(
-            f"transactional=true: batch 0 in {checkpoint / 'offsets' / '0'} does not carry its start (written by an "
-            "older spyt-queue); start the query with a new checkpointLocation"
-        )
+        start, first = dict(StreamOffset.from_json(plan["start"]).positions), False
     queue = end.source[len("yt:") :].partition("#")[0]
-    return BatchRange(
-        batch_id, end.source, queue, start, dict(end.positions), first, dict(end.baseline), end.writer
-    )
+    return BatchRange(batch_id, end.source, queue, start, dict(end.positions), first, dict(end.baseline), end.writer)
 
 
 # -- the commit -----------------------------------------------------------------------------------------------
@@ -379,14 +376,24 @@ def expected_positions(batch: BatchRange, current: Mapping[str, int | None], con
 
 
 def commit_batch(
-    connection: YtConnection, settings: TransactionalSettings, batch_id: int, transaction_id: str | None
+    connection: YtConnection,
+    settings: TransactionalSettings,
+    batch_id: int,
+    transaction_id: str | None,
+    query_id: str | None,
 ) -> bool:
     """Advance the consumer over batch ``batch_id`` inside ``transaction_id`` (where the tasks inserted its rows) and
     commit; return ``False`` when the batch had already committed (a replay: its transaction is aborted).
 
-    ``transaction_id`` is ``None`` when the batch had no task: a transaction is started for the advance alone."""
+    ``query_id`` is the streaming query's id, from the tasks (it keys the batch's journaled range);
+    ``transaction_id`` is ``None`` when no task inserted anything: a transaction is started for the advance alone."""
     try:
-        batch = batch_range(settings.checkpoint, batch_id)
+        if not query_id:
+            raise SpytQueueError(
+                f"transactional=true: no task of micro-batch {batch_id} reported its streaming query id, so its "
+                "journaled range can not be found; nothing of the batch was written"
+            )
+        batch = batch_range(connection.client(), settings, query_id, batch_id)
         refuse_start_below_consumer(batch, settings.consumer_path)  # before the replay check: the end may equal it
     except BaseException:
         if transaction_id:
@@ -394,12 +401,11 @@ def commit_batch(
         raise
     store = YtConsumerStore(connection, batch.queue_path, settings.consumer_path)
     tx = transaction_id or start_transaction(connection, settings.timeout_ms)
-    marker = settings.checkpoint / "spyt-queue" / "transactional" / str(batch_id)
     try:
         register_writer(connection, settings.consumer_path, batch.writer)
         current = store.committed()
         if batch.end and all(current.get(key) == value for key, value in batch.end.items()):
-            if not marker.exists():
+            if commit_marker(connection.client(), settings.consumer_path, query_id, batch_id) is None:
                 raise ConsumerConflictError(
                     f"Consumer {settings.consumer_path} is already at the end of micro-batch {batch_id} "
                     f"({batch.end}), but no attempt of this query committed it: another query reading through the "
@@ -417,7 +423,7 @@ def commit_batch(
         old = expected_positions(batch, current, settings.consumer_path)
         client = attach(connection, tx).client()
         advance_consumer_partitions(client, tx, settings.consumer_path, batch.queue_path, old, batch.end)
-        journal_attempt(marker, tx)
+        mark_commit(connection.client(), settings.consumer_path, query_id, batch_id, tx)
         connection.client().commit_transaction(tx)
     except YtResponseError as error:
         abort(connection, tx)
@@ -432,22 +438,12 @@ def commit_batch(
         batch.end,
         tx,
     )
+    if batch_id % SWEEP_EVERY == 0:
+        try:
+            sweep(connection.client(), settings.consumer_path)
+        except YtResponseError as error:  # housekeeping only: the batch is committed
+            log.warning("could not sweep old journal entries of %s: %s", settings.consumer_path, error)
     return True
-
-
-def journal_attempt(marker: Path, transaction_id: str) -> None:
-    """Record, before ``commit_transaction``, that this query is committing the batch in ``transaction_id``: a
-    replay finding the consumer at the batch's end accepts it as its own commit only with this marker."""
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        temporary = marker.with_name(marker.name + ".tmp")
-        temporary.write_text(transaction_id, encoding="utf-8")
-        os.replace(temporary, marker)
-    except OSError as error:
-        raise SpytQueueError(
-            f"transactional=true: can not journal the commit of a micro-batch in {marker} "
-            f"({error.strerror or error}): the checkpointLocation must be writable by the driver's Python"
-        ) from error
 
 
 _REGISTERED: set[tuple[str, str]] = set()

@@ -2,16 +2,20 @@
 a micro-batch and the consumer's advance commit in one tablet transaction.
 
 The first tests drive the writer's pieces directly, as Spark does (the writer built for a batch is pickled to the
-tasks, which starts the batch's transaction; a fresh writer commits), with a hand-written offsets log; the others run
-Spark queries, one of them in a driver process killed with SIGKILL mid-stream.
+tasks, which starts the batch's transaction; a fresh writer commits), with each batch's range journaled on the
+consumer as the source's first task journals it (:mod:`spyt_queue.yt.batch_journal`); the others run Spark queries,
+one of them in a driver process killed with SIGKILL mid-stream, one with its checkpoint on a real HDFS.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pyarrow as pa
 import pytest
@@ -20,9 +24,13 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.offsets import StreamOffset
 from spyt_queue.options import Options
+from spyt_queue.spark import sink as sink_module
 from spyt_queue.spark.sink import yt_stream_writer
 from spyt_queue.spark.sink_skeleton import SinkStreamWriter
+from spyt_queue.yt import batch_journal
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
+from spyt_queue.yt.batch_journal import YtBatchJournal
+from spyt_queue.yt.client import YtConnection
 from tests.yt.helpers import EVENT_SCHEMA, produce_ids, purge_last_commit
 from tests.yt.killed_driver import kill_driver_midway
 
@@ -32,8 +40,12 @@ ROWS = StructType([StructField("id", LongType(), False), StructField("payload", 
 OUT_SCHEMA = [column("id", "int64", required=True), column("payload", "string")]
 
 
+#: The streaming query id the hand-driven tasks report (Spark's local property ``sql.streaming.queryId``).
+QUERY = "0b5e3c55-query"
+
+
 class Setup:
-    """A queue with a registered consumer, an output table and a checkpoint whose offsets log we write by hand."""
+    """A queue with a registered consumer, an output table, and batch ranges journaled by hand."""
 
     def __init__(self, yt: Any, proxy: str, root: str, checkpoint: str, sorted_target: bool = False) -> None:
         self.yt, self.proxy = yt, proxy
@@ -46,6 +58,7 @@ class Setup:
         else:
             create_queue(yt, self.output, OUT_SCHEMA)
         self.source = f"yt:{self.queue}#{yt.get(self.queue + '/@id')}"
+        self.ends: dict[int, dict[str, Any]] = {}
 
     def options(self, **extra: Any) -> Options:
         base = {
@@ -59,12 +72,16 @@ class Setup:
         return Options(base)
 
     def log_batch(self, batch_id: int, end: dict[str, int], start: dict[str, int] | None = None, **fields: Any) -> None:
-        """Write ``offsets/<batch_id>`` as Spark does (header, metadata, one line per source)."""
+        """Journal batch ``batch_id`` of :data:`QUERY` as the source's first task does: Spark's start offset (the
+        previous batch's end, or an initial offset whose positions the end repeats in ``batch_start``) and end."""
         offset = StreamOffset(self.source, end, batch_start=start, **fields).to_json()
-        directory = self.checkpoint / "offsets"
-        directory.mkdir(parents=True, exist_ok=True)
-        meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}
-        (directory / str(batch_id)).write_text(f"v1\n{json.dumps(meta)}\n{json.dumps(offset)}")
+        begin = (
+            StreamOffset(self.source, start, initial=True).to_json() if start is not None else self.ends[batch_id - 1]
+        )
+        self.ends[batch_id] = offset
+        journal = YtBatchJournal(make_yt_connection(self.proxy), self.consumer, self.source)
+        with task_batch_of(QUERY, batch_id):
+            journal.record({"start": begin, "end": offset})
 
     def task_writer(self, **extra: Any) -> SinkStreamWriter:
         """The writer as a task gets it: built for the batch, pickled (which starts the transaction), unpickled."""
@@ -82,14 +99,27 @@ class Setup:
         return sorted(r["id"] for r in self.yt.select_rows(f"id from [{self.output}]"))
 
 
+def make_yt_connection(proxy: str) -> YtConnection:
+    return YtConnection(proxy=proxy, token=None, config={})
+
+
 def _batch(ids: list[int]) -> pa.RecordBatch:
     return pa.record_batch(
         [pa.array(ids, pa.int64()), pa.array([f"e{i}" for i in ids], pa.string())], names=["id", "payload"]
     )
 
 
+@contextlib.contextmanager
+def task_batch_of(query_id: str, batch_id: int) -> Iterator[None]:
+    """Run the block as a task of micro-batch ``batch_id`` of query ``query_id`` (Spark's local properties)."""
+    with mock.patch.object(batch_journal, "task_batch", lambda: (query_id, batch_id)):
+        yield
+
+
 @pytest.fixture
-def setup(yt, yt_proxy, yt_root, checkpoint) -> Setup:
+def setup(yt, yt_proxy, yt_root, checkpoint, monkeypatch) -> Setup:
+    """The sink's hand-driven tasks report :data:`QUERY` as their streaming query."""
+    monkeypatch.setattr(sink_module, "task_batch", lambda: (QUERY, 0))
     return Setup(yt, yt_proxy, yt_root, checkpoint)
 
 
@@ -124,11 +154,23 @@ def test_next_batch_starts_where_the_transaction_left_the_consumer(setup) -> Non
     assert setup.ids() == list(range(8))
 
 
-def test_a_batch_without_tasks_still_advances(setup) -> None:
+def test_a_batch_whose_tasks_wrote_nothing_still_advances(setup) -> None:
+    """A filter dropped every row: the one task (the batch's first, which journals its range) inserted nothing,
+    and the commit still advances the consumer over the batch."""
     produce_ids(setup.yt, setup.queue, 0, 4)
     setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0})
-    setup.commit_writer().commit([], 0)
+    setup.commit_writer().commit([setup.task_writer().write(iter([]))], 0)
     assert setup.offsets() == {0: 2, 1: 2}
+
+
+def test_a_batch_without_any_task_report_is_a_clear_error(setup) -> None:
+    """No task reported the query id (there is always one: the source's first partition journals the range), so the
+    range can not be found: nothing is committed."""
+    produce_ids(setup.yt, setup.queue, 0, 4)
+    setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0})
+    with pytest.raises(SpytQueueError, match="reported its streaming query id"):
+        setup.commit_writer().commit([], 0)
+    assert setup.offsets() == {}
 
 
 def test_consumer_moved_by_someone_else_aborts_the_batch(setup) -> None:
@@ -193,17 +235,23 @@ def test_a_transaction_gone_before_the_commit_fails_it_clearly(setup) -> None:
     assert setup.ids() == [] and setup.offsets() == {}
 
 
-def test_unreadable_checkpoint_and_foreign_source_are_clear_errors(setup) -> None:
+def test_unjournaled_batch_and_foreign_source_are_clear_errors(setup) -> None:
+    """No range journaled for the batch (a source read with read_mode=driver, or through another consumer): a clear
+    error. A local checkpoint whose offsets log holds a source that is not a YT queue: refused too."""
     message = setup.task_writer().write(iter([_batch([0])]))
-    with pytest.raises(SpytQueueError, match=r"can not read Spark's offsets log .*offsets/0"):
+    with pytest.raises(
+        SpytQueueError, match=r"no range of micro-batch 0 is journaled on consumer .*read_mode=executors"
+    ):
         setup.commit_writer().commit([message], 0)
+    produce_ids(setup.yt, setup.queue, 0, 4)
+    setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0})
     directory = setup.checkpoint / "offsets"
     directory.mkdir(parents=True)
     kafka = {"version": 1, "source": "kafka:events", "partitions": {"events:0": 3}}
     (directory / "0").write_text(f"v1\n{{}}\n{json.dumps(kafka)}")
-    with pytest.raises(SpytQueueError, match=r"exactly one YTsaurus queue .*holds no ytqueue YTsaurus queue source"):
+    with pytest.raises(SpytQueueError, match=r"exactly one YTsaurus queue .*micro-batch 0 reads 0"):
         setup.commit_writer().commit([message], 0)
-    assert setup.ids() == []
+    assert setup.ids() == [] and setup.offsets() == {}
 
 
 @pytest.mark.parametrize(
@@ -211,11 +259,9 @@ def test_unreadable_checkpoint_and_foreign_source_are_clear_errors(setup) -> Non
     [
         ({}, "consumer_path", r"Invalid option 'consumer_path'.*same consumer_path as on spark.readStream"),
         ({"transactional": "false"}, "", r"Invalid option 'consumer_path'.*only with transactional=true"),
-        ({"checkpointLocation": "hdfs://nn/chk"}, "", r"Invalid option 'checkpointLocation'.*local or mounted"),
-        ({}, "checkpointLocation", r"Invalid option 'checkpointLocation'.*offsets log"),
         ({"producer_path": "//tmp/p"}, "", r"Invalid option 'transactional'.*producer_path"),
     ],
-    ids=["no-consumer", "consumer-without-transactional", "hdfs-checkpoint", "no-checkpoint", "with-producer"],
+    ids=["no-consumer", "consumer-without-transactional", "with-producer"],
 )
 def test_option_errors(setup, extra, drop, message) -> None:
     options = setup.options(**extra).raw()
