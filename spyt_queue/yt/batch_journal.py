@@ -11,7 +11,8 @@ the query id and the batch id (the local properties ``sql.streaming.queryId`` an
   transactional sink creates it when it is built) and always for the first batch a reader plans (Spark builds the
   sink's writer only after the first batch is planned).
 * The task reading that partition writes them, before its first row, to
-  ``<consumer>/@spyt_queue_batch_plans/<query id>:<batch id>:<source>`` and drops the entry two batches back.
+  ``<consumer>/@spyt_queue_batch_plans/<query id>:<batch id>:<source>`` and drops the entry two batches back; where
+  no sink asked (the attribute does not exist), it writes nothing.
 * The sink's commit (same query id, from its tasks; batch id from Spark) reads the entry, and before
   ``commit_transaction`` journals its attempt in ``@spyt_queue_batch_commits`` (a replay finding the consumer at the
   batch's end accepts that as its own commit only with this marker).
@@ -102,7 +103,7 @@ class YtBatchJournal(BatchJournal):
         except YtResponseError as error:
             if not error.is_resolve_error():
                 raise
-            client.set(plans, {key: entry})  # the first entry on this consumer
+            return  # no sink asked for a journal on this consumer (request_journal creates the attribute)
         client.remove(f"{plans}/{stale}", force=True)
         log.debug("journaled micro-batch %s of query %s on %s", batch_id, query_id, self.consumer_path)
 

@@ -29,7 +29,7 @@ from spyt_queue.spark.sink import yt_stream_writer
 from spyt_queue.spark.sink_skeleton import SinkStreamWriter
 from spyt_queue.yt import batch_journal
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
-from spyt_queue.yt.batch_journal import YtBatchJournal
+from spyt_queue.yt.batch_journal import COMMITS_ATTRIBUTE, PLANS_ATTRIBUTE, YtBatchJournal, request_journal
 from spyt_queue.yt.client import YtConnection
 from tests.yt.helpers import EVENT_SCHEMA, produce_ids, purge_last_commit
 from tests.yt.killed_driver import kill_driver_midway
@@ -59,6 +59,7 @@ class Setup:
             create_queue(yt, self.output, OUT_SCHEMA)
         self.source = f"yt:{self.queue}#{yt.get(self.queue + '/@id')}"
         self.ends: dict[int, dict[str, Any]] = {}
+        request_journal(yt, self.consumer)  # as the transactional sink does when it is built
 
     def options(self, **extra: Any) -> Options:
         base = {
@@ -323,6 +324,32 @@ def test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing(s
     _run(spark, setup, checkpoint, max_rows_per_partition=5)
     assert setup.ids() == [i for i in ids + more if i % 3 == 0], "no duplicate from the replay, nothing lost"
     assert setup.offsets() == {0: 15, 1: 15}
+    plans = setup.yt.get(f"{setup.consumer}/@{PLANS_ATTRIBUTE}")
+    commits = setup.yt.get(f"{setup.consumer}/@{COMMITS_ATTRIBUTE}")
+    assert 1 <= len(plans) <= 2 and 1 <= len(commits) <= 2, f"the journal keeps the last two batches: {plans}"
+
+
+def test_a_stream_without_a_transactional_sink_journals_nothing(spark, setup, checkpoint, yt) -> None:
+    """A plain stream through a consumer no transactional sink asked for a journal: the consumer gets no journal
+    attribute, whatever the batches (the first batch's task finds none and writes nothing)."""
+    plain = f"{setup.consumer}_plain"
+    create_consumer(yt, plain, setup.queue)
+    produce_ids(setup.yt, setup.queue, 0, 12)
+    seen: list[int] = []
+    query = (
+        spark.readStream.format("ytqueue")
+        .option("proxy", setup.proxy)
+        .option("consumer_path", plain)
+        .option("max_rows_per_partition", 2)
+        .load(setup.queue)
+        .writeStream.foreachBatch(lambda df, _: seen.extend(r.id for r in df.select("id").collect()))
+        .option("checkpointLocation", checkpoint + "-plain")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None and sorted(seen) == list(range(12))
+    assert not yt.exists(f"{plain}/@{PLANS_ATTRIBUTE}")
 
 
 def test_conflicting_advance_stops_the_query_with_nothing_written(spark, setup, checkpoint) -> None:
