@@ -9,6 +9,7 @@
 #   integration/install.sh --zookeeper-only  # just ZooKeeper
 #   integration/install.sh --kudu-only       # just Kudu (native daemons from kudu-binary + the Java client jars)
 #   integration/install.sh --hbase-only      # just HBase 2.6.1 standalone + its Thrift gateway (about 108 MB)
+#   integration/install.sh --hdfs-only       # just Hadoop 3.5.0's HDFS minicluster (about 110 MB)
 #   integration/install.sh --force           # resolve again even if up to date
 #
 # Idempotent: a set whose stamp matches pom.xml is left alone (a no-op run takes well under a second).
@@ -25,6 +26,7 @@ LOG="$TARGET/install.log"
 KAFKA_ONLY=0
 ZOOKEEPER_ONLY=0
 HBASE_ONLY=0
+HDFS_ONLY=0
 KUDU_ONLY=0
 FORCE=0
 for arg in "$@"; do
@@ -33,15 +35,18 @@ for arg in "$@"; do
     --zookeeper-only) ZOOKEEPER_ONLY=1 ;;
     --kudu-only) KUDU_ONLY=1; KAFKA_ONLY=0 ;;
     --hbase-only) HBASE_ONLY=1 ;;
+    --hdfs-only) HDFS_ONLY=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
 
-# HBase is wanted by a plain run or --hbase-only; --hbase-only alone skips every other set.
-WANT_HBASE=$(( HBASE_ONLY || (1 - KAFKA_ONLY) * (1 - ZOOKEEPER_ONLY) * (1 - ${KUDU_ONLY:-0}) ))
-if [ "$HBASE_ONLY" = 1 ]; then KAFKA_ONLY=1; ZOOKEEPER_ONLY=1; fi
+# HBase (HDFS) is wanted by a plain run or --hbase-only (--hdfs-only); either alone skips every other set.
+PLAIN_RUN=$(( (1 - KAFKA_ONLY) * (1 - ZOOKEEPER_ONLY) * (1 - KUDU_ONLY) * (1 - HBASE_ONLY) * (1 - HDFS_ONLY) ))
+WANT_HBASE=$(( HBASE_ONLY || PLAIN_RUN ))
+WANT_HDFS=$(( HDFS_ONLY || PLAIN_RUN ))
+if [ "$HBASE_ONLY" = 1 ] || [ "$HDFS_ONLY" = 1 ]; then KAFKA_ONLY=1; ZOOKEEPER_ONLY=1; fi
 
 say() { printf '[install] %s\n' "$*"; }
 die() { printf '[install] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -198,4 +203,20 @@ if [ "$WANT_HBASE" = 1 ]; then
   HB_V="$("$JAVA" -Xmx128m -cp "$HB/*" org.apache.hadoop.hbase.util.VersionInfo 2>>"$LOG" | head -n1)" \
     || die "the HBase jars do not run (java -cp ... VersionInfo failed; log: $LOG)"
   say "done: ${HB_V:-HBase $HBASE_VERSION} ready; start it with: python -m integration.hbase --port 9090"
+fi
+
+# ------------------------------------------------------------------------------------------------- HDFS
+if [ "$WANT_HDFS" = 1 ]; then
+  # hadoop-client-minicluster (NameNode + DataNode in one JVM, run by integration/hdfs.py), the client api/runtime
+  # jars, the JUnit API its test utilities need at run time, slf4j-reload4j: about 110 MB.
+  resolve "HDFS" "$TARGET/hdfs-libs" -P hdfs
+  HADOOP_VERSION="$(sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' "$POM")"
+  HD="$TARGET/hdfs-libs"
+  for jar in "hadoop-client-minicluster-$HADOOP_VERSION" "hadoop-client-api-$HADOOP_VERSION" \
+             "hadoop-client-runtime-$HADOOP_VERSION" junit-jupiter-api- reload4j-; do
+    compgen -G "$HD/$jar*.jar" >/dev/null || die "$jar*.jar missing from $HD (run with --force)"
+  done
+  HD_V="$("$JAVA" -Xmx128m -cp "$HD/*" org.apache.hadoop.util.VersionInfo 2>>"$LOG" | head -n1)" \
+    || die "the Hadoop jars do not run (java -cp ... VersionInfo failed; log: $LOG)"
+  say "done: ${HD_V:-Hadoop $HADOOP_VERSION} HDFS minicluster ready; start one with: python -m integration.hdfs --port 8020"
 fi

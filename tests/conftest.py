@@ -233,3 +233,17 @@ def hbase():
     from integration.hbase import HBase, missing_requirements
 
     yield from serve(HBase, missing_requirements())
+
+
+@pytest.fixture(scope="session")
+def hdfs():
+    """One real HDFS (Hadoop 3.5.0: a NameNode and a DataNode in one JVM, from Maven Central's
+    ``hadoop-client-minicluster``) on loopback for the session, started on first use (about 10 s).
+    ``hdfs.uri(path)`` is an ``hdfs://127.0.0.1:PORT/path`` URI Spark reads and writes with its own Hadoop client.
+
+    Skipped with the reason when Java or the jars are missing (run ``integration/install.sh``); with
+    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    """
+    from integration.hdfs import HdfsCluster, missing_requirements
+
+    yield from serve(HdfsCluster, missing_requirements())
