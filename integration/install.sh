@@ -4,7 +4,7 @@
 # jars and Spark's spark-sql-kafka-0-10 jars, resolved by Maven from Maven Central into
 # integration/target/{kafka-libs,zookeeper-libs,spark-kafka-libs}.
 #
-#   integration/install.sh                   # all three jar sets
+#   integration/install.sh                   # every set (Kafka, ZooKeeper, Spark-Kafka, Kudu, HBase, HDFS)
 #   integration/install.sh --kafka-only      # just the broker
 #   integration/install.sh --zookeeper-only  # just ZooKeeper
 #   integration/install.sh --kudu-only       # just Kudu (native daemons from kudu-binary + the Java client jars)
@@ -37,7 +37,7 @@ for arg in "$@"; do
     --hbase-only) HBASE_ONLY=1 ;;
     --hdfs-only) HDFS_ONLY=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
