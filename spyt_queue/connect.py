@@ -146,13 +146,13 @@ class YtSource(SourceKind):
     def stream_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
         """Micro-batches to a YT dynamic table."""
         # lazy: a sink's modules load only in the processes that write, not in a reader's
-        from spyt_queue.spark.sink import yt_stream_writer
+        from spyt_queue.yt.sink import yt_stream_writer
 
         return yt_stream_writer(options, schema, overwrite)
 
     def batch_writer(self, options: Options, schema: Any, overwrite: bool) -> Any:
         """A DataFrame to a YT dynamic table."""
-        from spyt_queue.spark.sink import yt_batch_writer
+        from spyt_queue.yt.sink import yt_batch_writer
 
         return yt_batch_writer(options, schema, overwrite)
 
@@ -212,7 +212,7 @@ class KafkaSource(SourceKind):
         """A DataFrame to Kafka topics."""
         from spyt_queue.kafka.sink import kafka_batch_writer
 
-        return kafka_batch_writer(options, schema)
+        return kafka_batch_writer(options, schema, overwrite)
 
 
 YT_SOURCE, KAFKA_SOURCE = YtSource(), KafkaSource()

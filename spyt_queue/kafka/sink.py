@@ -25,6 +25,7 @@ from spyt_queue.options import CONNECT_TIMEOUT, WRITE, Option, Options, connect_
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.sink_skeleton import (
     SinkBatchWriter,
+    SinkFormat,
     SinkStreamWriter,
     WriteTask,
     finished,
@@ -329,6 +330,13 @@ def kafka_stream_writer(options: Options, schema: StructType) -> SinkStreamWrite
     return SinkStreamWriter(_writer(options, schema))
 
 
-def kafka_batch_writer(options: Options, schema: StructType) -> SinkBatchWriter:
-    """The batch Kafka sink, validated up front."""
+#: How the Kafka sink names itself in the overwrite refusal (a batch write only: complete mode on a stream is
+#: allowed, as in Spark's Kafka sink).
+KAFKA_SINK = SinkFormat("ytqueue", "produces records to Kafka")
+
+
+def kafka_batch_writer(options: Options, schema: StructType, overwrite: bool = False) -> SinkBatchWriter:
+    """The batch Kafka sink, validated up front. ``mode("overwrite")`` is refused, as Spark's Kafka sink refuses it
+    (records can not be taken back from a topic)."""
+    KAFKA_SINK.refuse_overwrite(overwrite, streaming=False)
     return SinkBatchWriter(_writer(options, schema))

@@ -18,10 +18,10 @@ from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 from spyt_queue.kafka.sink import KAFKA_SINK_OPTIONS
 from spyt_queue.options import Options
 from spyt_queue.sink_options import check_sink_options
-from spyt_queue.spark.sink import YT_SINK_OPTIONS, YtWriteCommit
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.deadletter import YtDeadLetterTarget
 from spyt_queue.yt.schema import YtSchema
+from spyt_queue.yt.sink import YT_SINK_OPTIONS, YtWriteCommit
 from spyt_queue.yt.table_writer import YtTableWriter
 
 

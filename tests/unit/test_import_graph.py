@@ -207,7 +207,7 @@ def test_a_ytsaurus_query_and_ytqueue_status_load_no_kafka_client() -> None:
     on a YT queue leave it out (the Kafka backend, clients and dead-letter target are imported on first use)."""
     code = (
         "import sys\n"
-        "import pyspark_ytqueue, spyt_queue.spark.source, spyt_queue.spark.sink\n"
+        "import pyspark_ytqueue, spyt_queue.spark.source, spyt_queue.yt.sink\n"
         "from typer.testing import CliRunner\n"
         "from spyt_queue import connect\n"
         "from spyt_queue.cli import app\n"

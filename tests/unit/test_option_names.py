@@ -9,7 +9,7 @@ from spyt_queue.errors import OptionError
 from spyt_queue.kafka.sink import KAFKA_SINK_OPTIONS
 from spyt_queue.options import Options
 from spyt_queue.sink_options import check_sink_options
-from spyt_queue.spark.sink import YT_SINK_OPTIONS
+from spyt_queue.yt.sink import YT_SINK_OPTIONS
 
 KAFKA = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}
 

@@ -10,9 +10,9 @@ from spyt_queue.errors import BadRecordError, SchemaMismatchError
 from spyt_queue.options import Options
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import Position
-from spyt_queue.spark.sink import YtWriteCommit, check_one_task_per_source_tablet
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtColumn, YtSchema
+from spyt_queue.yt.sink import YtWriteCommit, check_one_task_per_source_tablet
 from spyt_queue.yt.table_writer import YtTableWriter, check_schema
 
 

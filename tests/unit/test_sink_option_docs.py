@@ -14,7 +14,7 @@ from spyt_queue.options import Option, Options, find_option
 from spyt_queue.sink_options import SPARK_SINK_OPTIONS
 from spyt_queue.sinks.hbase.writer import HBASE_SINK_OPTIONS
 from spyt_queue.sinks.kudu.sink import KUDU_SINK_OPTIONS
-from spyt_queue.spark.sink import YT_SINK_OPTIONS
+from spyt_queue.yt.sink import YT_SINK_OPTIONS
 
 #: (page, table index, the sink's declared options).
 TABLES: dict[str, tuple[str, int, tuple[Option, ...]]] = {

@@ -24,14 +24,15 @@ from spyt_queue.sinks.hbase.writer import HBaseWriteCommit, settings_from_option
 from spyt_queue.sinks.kudu.planners import planner_from_options
 from spyt_queue.sinks.kudu.sink import KuduSinkConfig, KuduWriteCommit
 from spyt_queue.sinks.kudu.source import KuduDataSource
-from spyt_queue.spark.sink import YtWriteCommit, YtWriteTask
 from spyt_queue.spark.sink_skeleton import SINK_STAGE, SinkBatchWriter, SinkStreamWriter, WriteTask
 from spyt_queue.spark.source import YtQueueDataSource
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtSchema
+from spyt_queue.yt.sink import YtWriteCommit, YtWriteTask
 from spyt_queue.yt.table_writer import YtTableWriter
 
 SCHEMA = StructType([StructField("k", LongType()), StructField("v", StringType())])
+KAFKA_SCHEMA = StructType([StructField("value", StringType())])
 
 
 class _Target:
@@ -144,6 +145,18 @@ REPLACING = {
     "spyt_kudu": lambda: KuduDataSource({"kudu.master": "m:7051", "table": "out"}),
     "spyt_hbase": lambda: HBaseDataSource({"thrift": "h:9090", "table": "out", "row_key": "k"}),
 }
+
+
+def test_the_kafka_sink_refuses_a_batch_overwrite_and_takes_complete_mode_as_spark_does() -> None:
+    """Spark's Kafka sink refuses ``mode("overwrite")`` (records can not be taken back) and produces every row again
+    in complete mode: so does ours (the batch refusal comes before any broker is asked)."""
+    source = _yt_source({"kafka.bootstrap.servers": "127.0.0.1:9", "topic": "t"})
+    with pytest.raises(OptionError) as batch:
+        source.writer(KAFKA_SCHEMA, True)
+    assert str(batch.value) == (
+        "Invalid option 'mode': ytqueue produces records to Kafka and can not replace the target (overwrite): "
+        "use mode('append')"
+    )
 
 
 @pytest.mark.parametrize("sink", sorted(REPLACING))

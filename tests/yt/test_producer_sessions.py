@@ -263,7 +263,7 @@ def test_default_session_prefix_is_per_query_and_stable() -> None:
     """Spark passes ``checkpointLocation`` and ``queryName`` to a Python sink's options (checked on Spark 4): the
     prefix derives from them, so restarts keep their sessions and two queries never share one."""
     from spyt_queue.options import Options
-    from spyt_queue.spark.sink import default_session_prefix
+    from spyt_queue.yt.sink import default_session_prefix
 
     one = default_session_prefix(Options({"checkpointLocation": "/chk/a"}))
     assert one == default_session_prefix(Options({"checkpointlocation": "/chk/a/", "queryName": "other"}))

@@ -24,13 +24,13 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.offsets import StreamOffset
 from spyt_queue.options import Options
-from spyt_queue.spark import sink as sink_module
-from spyt_queue.spark.sink import yt_stream_writer
 from spyt_queue.spark.sink_skeleton import SinkStreamWriter
 from spyt_queue.yt import batch_journal
+from spyt_queue.yt import sink as sink_module
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_table
 from spyt_queue.yt.batch_journal import COMMITS_ATTRIBUTE, PLANS_ATTRIBUTE, YtBatchJournal, request_journal
 from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.sink import yt_stream_writer
 from tests.yt.helpers import EVENT_SCHEMA, produce_ids, purge_last_commit
 from tests.yt.killed_driver import kill_driver_midway
 
@@ -272,7 +272,7 @@ def test_option_errors(setup, extra, drop, message) -> None:
 
 
 def test_batch_writes_refuse_transactional(setup) -> None:
-    from spyt_queue.spark.sink import yt_batch_writer
+    from spyt_queue.yt.sink import yt_batch_writer
 
     with pytest.raises(OptionError, match="only streaming writes"):
         yt_batch_writer(setup.options(), ROWS, overwrite=False)

@@ -14,10 +14,10 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 from spyt_queue.errors import BadRecordError
-from spyt_queue.spark.sink import YtWriteCommit, describe_abort
 from spyt_queue.yt.admin import column, create_producer, create_queue, create_table
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtSchema
+from spyt_queue.yt.sink import YtWriteCommit, describe_abort
 from spyt_queue.yt.table_writer import YtTableWriter
 from tests.kafka.helpers import Topic
 from tests.yt.helpers import make_pipeline
