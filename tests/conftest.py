@@ -26,6 +26,18 @@ def pytest_report_header(config: pytest.Config) -> str:
     return "YT tests target the embedded local server (set YT_PROXY=host:port to run them against a real cluster)"
 
 
+#: Run first: PySpark refuses to create a Spark Connect client session in a process where a classic session exists
+#: (``SESSION_ALREADY_EXIST``), and the Connect tests create theirs as a user would (``SparkSession.builder.remote``).
+RUN_FIRST = ("tests/clusters/connect/",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Move the tests of :data:`RUN_FIRST` to the front, keeping every other order."""
+    first = [item for item in items if item.nodeid.startswith(RUN_FIRST)]
+    if first:
+        items[:] = first + [item for item in items if not item.nodeid.startswith(RUN_FIRST)]
+
+
 @pytest.fixture(scope="session")
 def local_yt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """The embedded local YTsaurus-compatible server (a separate process), started once per session."""

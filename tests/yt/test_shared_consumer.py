@@ -80,12 +80,14 @@ def test_transactional_batch_committed_by_another_query_is_not_taken_for_a_repla
     first = Setup(yt, yt_proxy, yt_root, str(tmp_path / "chk-a"))
     second = copy.copy(first)  # the same queue and consumer; its own checkpoint and output table
     second.checkpoint, second.output = Path(tmp_path / "chk-b"), f"{yt_root}/out-b"
+    second.query, second.ends = "query-b-id", {}  # another streaming query: its own journal entries
     create_queue(yt, second.output, OUT_SCHEMA)
     produce_ids(yt, first.queue, 0, 8)
     for setup, writer in ((first, "query-a"), (second, "query-b")):
         setup.log_batch(0, {"0": 2, "1": 2}, start={"0": 0, "1": 0}, writer=writer)
     a, b = first.task_writer(), second.task_writer()
     messages_a, messages_b = [a.write(iter([_batch([0, 1, 2, 3])]))], [b.write(iter([_batch([0, 1, 2, 3])]))]
+    messages_a[0].query_id, messages_b[0].query_id = first.query, second.query  # as Spark's tasks report them
     first.commit_writer().commit(messages_a, 0)
     with pytest.raises(ConsumerConflictError, match="no attempt of this query committed it"):
         second.commit_writer().commit(messages_b, 0)
@@ -93,5 +95,7 @@ def test_transactional_batch_committed_by_another_query_is_not_taken_for_a_repla
     assert second.ids() == [], "the second query's rows were aborted with its transaction"
     assert first.offsets() == {0: 2, 1: 2}
     # The first query's own replay of batch 0 (its commit journaled) is still recognised and writes nothing.
-    first.commit_writer().commit([first.task_writer().write(iter([_batch([0, 1, 2, 3])]))], 0)
+    replay = first.task_writer().write(iter([_batch([0, 1, 2, 3])]))
+    replay.query_id = first.query
+    first.commit_writer().commit([replay], 0)
     assert first.ids() == [0, 1, 2, 3]

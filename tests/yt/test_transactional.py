@@ -59,6 +59,7 @@ class Setup:
             create_queue(yt, self.output, OUT_SCHEMA)
         self.source = f"yt:{self.queue}#{yt.get(self.queue + '/@id')}"
         self.ends: dict[int, dict[str, Any]] = {}
+        self.query = QUERY  # the streaming query id its batches are journaled under
         request_journal(yt, self.consumer)  # as the transactional sink does when it is built
 
     def options(self, **extra: Any) -> Options:
@@ -81,7 +82,7 @@ class Setup:
         )
         self.ends[batch_id] = offset
         journal = YtBatchJournal(make_yt_connection(self.proxy), self.consumer, self.source)
-        with task_batch_of(QUERY, batch_id):
+        with task_batch_of(self.query, batch_id):
             journal.record({"start": begin, "end": offset})
 
     def task_writer(self, **extra: Any) -> SinkStreamWriter:
