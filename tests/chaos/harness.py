@@ -259,7 +259,7 @@ def event_plan(
     """``kills`` events: driver kills, YT server kills and broker restarts in turn, plus ``executor_kills``
     ``executor`` and ``worker_kills`` ``worker`` events, shuffled, with the second driver kill (or the only one)
     deleting the checkpoints."""
-    cycle = ["driver", "yt-server", "driver", "kafka-broker"] if with_kafka else ["driver", "yt-server"]
+    cycle = ["driver", "yt-server", "kafka-broker", "driver"] if with_kafka else ["driver", "yt-server"]
     plan = [cycle[i % len(cycle)] for i in range(kills)] + ["executor"] * executor_kills + ["worker"] * worker_kills
     rng.shuffle(plan)
     drivers = [i for i, kind in enumerate(plan) if kind == "driver"]
