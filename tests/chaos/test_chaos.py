@@ -1,9 +1,9 @@
 """The short chaos run of CI: a producer keeps writing while the streaming driver is SIGKILLed (with its
-checkpoints deleted: the restart resumes from every store), the embedded YT server is SIGKILLed and the Kafka broker too, each restarted, and, the driver
-running on the session's standalone Spark cluster, an executor and a whole worker are SIGKILLed mid-batch;
-every exactly-once
-pipeline must end with nothing lost and nothing twice, the at-least-once one with nothing lost, every store at the
-source's end, and no acknowledged write missing from a server. ``bench/chaos.py`` runs the same harness longer."""
+checkpoints deleted: the restart resumes from every store), the embedded YT server is SIGKILLed and the Kafka broker
+too, each restarted, and, the driver running on the session's standalone Spark cluster, an executor and a whole worker
+are SIGKILLed mid-batch; every exactly-once pipeline must end with nothing lost and nothing twice, the at-least-once
+one with nothing lost, every store at the source's end, and no acknowledged write missing from a server.
+``bench/chaos.py`` runs the same harness longer."""
 
 from __future__ import annotations
 
