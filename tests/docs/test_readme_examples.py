@@ -110,6 +110,10 @@ NOT_RUN = {
         "connects to a Spark standalone master (spark://master-host:7077); tests/clusters/standalone/ runs the stream "
         "scenarios on a local standalone cluster"
     ),
+    ("docs/clusters.md", "Checkpoints on HDFS", "python"): (
+        "needs an HDFS: tests/yt/test_transactional_hdfs.py runs this block against the session's HDFS "
+        "(hadoop-client-minicluster) and replays its last batch"
+    ),
     ("docs/clusters.md", "Spark Connect", "bash"): (
         "starts a Spark Connect server: tests/clusters/connect/conftest.py starts one per session with the same "
         "launcher (integration/spark_connect.py: start-connect-server.sh --wait, PYSPARK_PYTHON = the venv's Python)"
