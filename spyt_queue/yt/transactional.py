@@ -285,6 +285,11 @@ class BatchRange:
     baseline: dict[str, int]
     writer: str | None = None
 
+    def is_empty(self) -> bool:
+        """Whether the batch covers no row: every tablet ends where it starts (Spark's batch 0 on a caught-up consumer,
+        or one delayed by ``minOffsetsPerTrigger`` or a failed first bounds fetch, is such a batch)."""
+        return all(self.start.get(key) == value for key, value in self.end.items())
+
 
 def _yt_sources_in_offsets_log(checkpoint: Path, batch_id: int) -> int | None:
     """How many ``ytqueue`` YT sources ``offsets/<batch_id>`` of a local checkpoint holds, ``None`` if unreadable."""
@@ -404,6 +409,8 @@ def commit_batch(
     try:
         register_writer(connection, settings.consumer_path, batch.writer)
         current = store.committed()
+        if batch.is_empty():
+            return _commit_empty_batch(connection, batch, current, settings, tx, transaction_id is not None)
         if batch.end and all(current.get(key) == value for key, value in batch.end.items()):
             if commit_marker(connection.client(), settings.consumer_path, query_id, batch_id) is None:
                 raise ConsumerConflictError(
@@ -443,6 +450,28 @@ def commit_batch(
             sweep(connection.client(), settings.consumer_path)
         except YtResponseError as error:  # housekeeping only: the batch is committed
             log.warning("could not sweep old journal entries of %s: %s", settings.consumer_path, error)
+    return True
+
+
+def _commit_empty_batch(
+    connection: YtConnection,
+    batch: BatchRange,
+    current: Mapping[str, int | None],
+    settings: TransactionalSettings,
+    tx: str,
+    tasks_wrote: bool,
+) -> bool:
+    """A batch that covers no source row has nothing to advance: a consumer at its start (which is its end) is where
+    this query left it or found it, never another query's commit. Checks the consumer is not moved past the batch
+    (:func:`expected_positions`), then commits what the tasks wrote (rows of a stateful step's no-data batch) or
+    aborts the unused transaction; returns ``True`` (the batch is done)."""
+    expected_positions(batch, current, settings.consumer_path)
+    if tasks_wrote:
+        connection.client().commit_transaction(tx)
+    else:
+        abort(connection, tx)
+    log.info("micro-batch %s covers no source row: consumer %s left at %s", batch.batch_id, settings.consumer_path,
+             dict(current))
     return True
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import pickle
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -428,3 +429,34 @@ def test_driver_killed_mid_stream_then_resumed_loses_and_duplicates_nothing(
     _run(spark, s, checkpoint)
     assert s.ids() == [i for i in ids if i % 3 == 0]
     assert s.offsets() == {0: 30, 1: 30}
+
+
+@pytest.mark.parametrize("trigger", ["availableNow", "processingTime"])
+def test_a_new_checkpoint_on_a_caught_up_consumer_is_not_a_conflict(spark, setup, checkpoint, trigger) -> None:
+    """A drained pipeline started again with a new checkpoint (a redeploy, or the checkpoint deleted) and no new
+    rows: its batch 0 is empty (its end is its start, where the consumer already is). That is not another query's
+    commit: nothing is advanced, nothing raised; AvailableNow ends, a continuous query waits for rows and writes
+    each new row once."""
+    ids = produce_ids(setup.yt, setup.queue, 0, 12)
+    _run(spark, setup, checkpoint)
+    assert setup.offsets() == {0: 6, 1: 6}
+    fresh = checkpoint + "-fresh"
+    if trigger == "availableNow":
+        _run(spark, setup, fresh)
+        more = produce_ids(setup.yt, setup.queue, 12, 6)
+        _run(spark, setup, fresh)
+    else:
+        query = _query(spark, setup, fresh, {"processingTime": "300 milliseconds"})
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and query.isActive and len(query.recentProgress) < 3:
+                time.sleep(0.2)
+            assert query.isActive, query.exception()
+            more = produce_ids(setup.yt, setup.queue, 12, 6)
+            while time.monotonic() < deadline and query.isActive and setup.offsets() != {0: 9, 1: 9}:
+                time.sleep(0.2)
+            assert query.isActive, query.exception()
+        finally:
+            query.stop()
+    assert setup.ids() == [i for i in ids + more if i % 3 == 0], "nothing lost, nothing written twice"
+    assert setup.offsets() == {0: 9, 1: 9}
