@@ -21,7 +21,6 @@ from spyt_queue.deadletter_targets import dead_letter_target, prepared_target
 from spyt_queue.errors import OptionError
 from spyt_queue.kafka.options import (
     KAFKA_SOURCE_OPTIONS,
-    SPARK_KAFKA_IGNORED_OPTIONS,
     kafka_backend_from_options,
     kafka_config,
     kafka_reader_settings,
@@ -163,10 +162,9 @@ class KafkaSource(SourceKind):
     what = "the Kafka source"
 
     def declared(self) -> tuple[Option, ...]:
-        """The Kafka source's options (Spark's ignored ones included), reader settings and offset stores."""
+        """The Kafka source's options , reader settings and offset stores."""
         return (
             *KAFKA_SOURCE_OPTIONS,
-            *SPARK_KAFKA_IGNORED_OPTIONS,
             *READER_OPTIONS,
             *TIMESTAMP_OPTIONS,
             *STORE_OPTIONS,

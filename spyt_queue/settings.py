@@ -85,6 +85,22 @@ READ_MODE = Option(
     default="executors",
     choices=READ_MODES,
 )
+FETCH_RETRIES = Option(
+    "fetchOffset.numRetries",
+    "streams: attempts after a failed fetch of the partitions' ends before the query fails (Spark's Kafka option)",
+    kind="int",
+    default=3,
+    minimum=0,
+    modes=(STREAM,),
+)
+FETCH_RETRY_INTERVAL = Option(
+    "fetchOffset.retryIntervalMs",
+    "streams: milliseconds between those attempts",
+    kind="int",
+    default=1000,
+    minimum=0,
+    modes=(STREAM,),
+)
 #: The options :meth:`ReaderSettings.parse` reads. Options valid in batch reads only (``endingOffsets``) are refused
 #: on a stream by ``parse``; stream-only ones (``maxOffsetsPerTrigger``) are accepted and ignored by batch reads, as in
 #: Spark's Kafka source.
@@ -100,6 +116,8 @@ READER_OPTIONS = (
     MIN_TASKS,
     MIN_ROWS_PER_TASK,
     READ_MODE,
+    FETCH_RETRIES,
+    FETCH_RETRY_INTERVAL,
 )
 STARTING_TIMESTAMP = Option(
     "startingTimestamp",
@@ -219,6 +237,8 @@ class ReaderSettings:
     min_tasks: int | None = None
     min_rows_per_task: int = DEFAULT_MIN_ROWS_PER_TASK
     read_mode: str = "executors"
+    fetch_retries: int = 3
+    fetch_retry_interval_ms: int = 1000
 
     @classmethod
     def parse(
@@ -275,6 +295,8 @@ class ReaderSettings:
             min_tasks=options.value(MIN_TASKS),
             min_rows_per_task=options.value(MIN_ROWS_PER_TASK) or 0,
             read_mode=options.value(READ_MODE),
+            fetch_retries=options.value(FETCH_RETRIES),
+            fetch_retry_interval_ms=options.value(FETCH_RETRY_INTERVAL),
         )
 
 

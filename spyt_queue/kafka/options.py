@@ -57,14 +57,6 @@ KAFKA_SOURCE_OPTIONS = (
     POLL_TIMEOUT_MS,
     CONNECT_TIMEOUT,
 )
-#: Options of Spark's Kafka source that have no effect here (offsets are fetched by librdkafka with its own
-#: retries): accepted, so queries port unchanged.
-SPARK_KAFKA_IGNORED_OPTIONS = (
-    Option("fetchOffset.numRetries", "accepted for Spark compatibility, no effect"),
-    Option("fetchOffset.retryIntervalMs", "accepted for Spark compatibility, no effect"),
-)
-
-
 def parse_subscription(options: Options) -> Subscription:
     """Exactly one of ``subscribe``, ``subscribePattern``, ``assign``."""
     given = [option.name for option in SUBSCRIPTION_OPTIONS if option.name in options]

@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import (  # PySpark >= 4.2: admission cont
 
 from spyt_queue.backend import BatchJournal, PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
-from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError
+from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, UnreachableError
 from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
@@ -42,6 +42,18 @@ from spyt_queue.stores.base import OffsetStore
 log = logging.getLogger("spyt_queue.stream")
 
 UNLIMITED = sys.maxsize
+
+
+def _nothing_processed(offset: StreamOffset) -> bool:
+    """Whether ``offset`` ends no processed row: an initial offset, or a batch 0 whose end is its start."""
+    return offset.initial or (offset.batch_start is not None and dict(offset.batch_start) == dict(offset.positions))
+
+
+def _text(error: BaseException) -> str:
+    """``error`` in one line, its type always named."""
+    text = " ".join(str(error).split())
+    name = type(error).__name__
+    return f"{name}: {text}" if text and name not in text else text or name
 
 
 class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -130,20 +142,11 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # The commit of ``start`` and the bounds of the next batch are independent: they run side by side (the
         # commit on the reader's commit thread), and this call waits for both, so the commit still completes (or
         # fails) within the call, before anything is returned, exactly as if it ran first.
-        pending = None if current.initial else self._commit_in_background(current)
-        bounds_error: Exception | None = None
+        pending = None if _nothing_processed(current) else self._commit_in_background(current)
         try:
-            bounds = self.backend.bounds()
-        except Exception as error:
-            bounds_error = error
-        committed = True if pending is None else pending.result()
-        if bounds_error is not None:
-            if not self.backend.is_transient(bounds_error):
-                raise bounds_error
-            log.warning(
-                "could not fetch the bounds of %s (%s); no new batch this trigger", self.backend.source_id, bounds_error
-            )
-            return start
+            bounds = self._fetch_bounds()
+        finally:
+            committed = True if pending is None else pending.result()
         self._last_bounds = bounds
         if isinstance(limit, ReadAllAvailable):
             planner, max_rows = OffsetPlanner(None, self.planner.describe), None
@@ -189,6 +192,40 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return StreamOffset(
             self.backend.source_id, plan.end, batch_start=batch_start, baseline=baseline, writer=writer
         ).to_json()
+
+    def _fetch_bounds(self) -> dict[str, PartitionBounds]:
+        """The partitions' bounds, retried ``fetchOffset.numRetries`` times ``fetchOffset.retryIntervalMs`` apart when
+        the log is unreachable (as Spark's Kafka source does); then :class:`UnreachableError`.
+
+        Never "no new batch this trigger": Spark would read that as caught up, and end an AvailableNow run in the
+        middle of its backlog as if it had read everything.
+        """
+        attempts = self.settings.fetch_retries + 1
+        interval = self.settings.fetch_retry_interval_ms
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.backend.bounds()
+            except Exception as error:
+                if not self.backend.is_transient(error):
+                    raise
+                if attempt == attempts:
+                    short = " short of its AvailableNow target" if self._target is not None else ""
+                    raise UnreachableError(
+                        f"Could not fetch the ends of the partitions of {self.backend.source_id} in {attempts} "
+                        f"attempt(s) {interval} ms apart ({_text(error)}): the query stops here{short}, with nothing "
+                        "lost; restart it to resume from its checkpoint, and raise fetchOffset.numRetries or "
+                        "fetchOffset.retryIntervalMs to ride out longer outages"
+                    ) from None
+                log.warning(
+                    "could not fetch the bounds of %s (attempt %d of %d): %s; retrying in %d ms",
+                    self.backend.source_id,
+                    attempt,
+                    attempts,
+                    error,
+                    interval,
+                )
+                time.sleep(interval / 1000)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _should_delay(self, start: dict[str, int], bounds: dict[str, PartitionBounds], limit: Any) -> bool:
         """``minOffsetsPerTrigger``: wait for enough new rows, but no longer than ``maxTriggerDelay``."""
@@ -259,7 +296,12 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # -- committing ------------------------------------------------------------------------------------------
     def _commit(self, offset: StreamOffset, caller: str) -> bool:
-        """Advance the store to ``offset``; return ``False`` when a transient failure left it for the next try."""
+        """Advance the store to ``offset``; return ``False`` when a transient failure left it for the next try.
+
+        The end of a batch 0 that read nothing (an initial offset, or an end equal to its ``batch_start``) is not
+        committed: nothing is in the sink, and a consumer ahead of the query's start must not move back."""
+        if _nothing_processed(offset):
+            return True
         try:
             self.committer.advance_to(dict(offset.positions), own=offset.baseline, writer=offset.writer)
         except ConsumerConflictError:

@@ -291,21 +291,24 @@ class BatchRange:
         return all(self.start.get(key) == value for key, value in self.end.items())
 
 
-def _yt_sources_in_offsets_log(checkpoint: Path, batch_id: int) -> int | None:
-    """How many ``ytqueue`` YT sources ``offsets/<batch_id>`` of a local checkpoint holds, ``None`` if unreadable."""
+def _sources_in_offsets_log(checkpoint: Path, batch_id: int) -> list[str] | None:
+    """The sources of any kind (``ytqueue``, Kafka, Spark's own) ``offsets/<batch_id>`` of a local checkpoint holds,
+    one line each after the version and metadata lines, as the ``source`` a ``ytqueue`` offset names (``"?"`` for
+    another source's offset); ``None`` if unreadable."""
     try:
         lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
-    count = 0
+    sources = []
     for line in lines[2:]:
+        if not line.strip():
+            continue
         try:
             data = json.loads(line.strip())
         except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict) and "partitions" in data and str(data.get("source", "")).startswith("yt:/"):
-            count += 1
-    return count
+            data = None
+        sources.append(str(data.get("source", "?")) if isinstance(data, dict) else "?")
+    return sources
 
 
 def batch_range(client: YtClient, settings: TransactionalSettings, query_id: str, batch_id: int) -> BatchRange:
@@ -320,12 +323,12 @@ def batch_range(client: YtClient, settings: TransactionalSettings, query_id: str
             "read_mode=executors (the default; read_mode=driver reads without executor tasks to journal it)"
         )
     sources = sorted({str(plan.get("source")) for plan in plans})
-    in_log = _yt_sources_in_offsets_log(settings.checkpoint, batch_id) if settings.checkpoint else None
-    if len(sources) != 1 or (in_log is not None and in_log != 1):
-        count = len(sources) if len(sources) != 1 else in_log
+    in_log = _sources_in_offsets_log(settings.checkpoint, batch_id) if settings.checkpoint else None
+    if len(sources) != 1 or (in_log is not None and in_log != sources):
+        count = len(sources) if len(sources) != 1 or in_log is None else len(in_log)
         raise SpytQueueError(
-            f"transactional=true needs a query reading exactly one YTsaurus queue with format('ytqueue') (its "
-            f"consumer's advance joins the batch's transaction); micro-batch {batch_id} reads {count}"
+            f"transactional=true needs a query reading exactly one source, a YTsaurus queue with format('ytqueue') "
+            f"(its consumer's advance joins the batch's transaction); micro-batch {batch_id} reads {count} sources"
         )
     plan = plans[-1]
     end = StreamOffset.from_json(plan["end"])

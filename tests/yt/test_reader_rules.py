@@ -160,3 +160,52 @@ def test_a_conflicting_commit_still_stops_the_query_while_the_bounds_fail(yt, qu
     with pytest.raises(ConsumerConflictError):
         r.latestOffset(end, ReadAllAvailable())
     r.stop()
+
+
+def test_an_empty_first_batch_never_moves_a_consumer_back(yt, queue) -> None:
+    """``startingOffsets=earliest`` under a consumer that is ahead, with ``minOffsetsPerTrigger`` delaying the first
+    trigger: Spark runs an empty batch 0 ending at the initial offset and commits it. Nothing is in the sink, so the
+    consumer stays where it is (it was moved back to the query's start)."""
+    yt.advance_consumer(queue["consumer_path"], queue["path"], partition_index=0, old_offset=0, new_offset=7)
+    r = reader(queue, startingOffsets="earliest", minOffsetsPerTrigger="100", maxTriggerDelay="1h")
+    initial = r.initialOffset()
+    end = r.latestOffset(initial, r.getDefaultReadLimit())
+    assert end == initial, "10 rows < minOffsetsPerTrigger: batch 0 is empty"
+    r.commit(end)
+    assert r.store.committed() == {"0": 7}
+    assert r.latestOffset(end, r.getDefaultReadLimit()) == end, "still delayed: the next trigger commits nothing"
+    assert r.store.committed() == {"0": 7}
+    r.stop()
+
+
+@pytest.mark.parametrize("available_now", [True, False], ids=["available-now", "continuous"])
+def test_unreachable_bounds_are_retried_then_fail_the_query(queue, monkeypatch, available_now) -> None:
+    """The ends of the partitions cannot be fetched: retried ``fetchOffset.numRetries`` times
+    ``fetchOffset.retryIntervalMs`` apart, then the query fails with UnreachableError. It never answers "no new
+    batch" (which Spark takes for caught up: an AvailableNow run ended mid-backlog as if it had read everything)."""
+    from spyt_queue.errors import UnreachableError
+
+    r = reader(queue, startingOffsets="earliest", max_rows_per_partition="4", **{
+        "fetchOffset.numRetries": "2", "fetchOffset.retryIntervalMs": "10"})
+    if available_now:
+        r.prepareForTriggerAvailableNow()
+    limit = r.getDefaultReadLimit()
+    end = r.latestOffset(r.initialOffset(), limit)
+    assert end["partitions"] == {"0": 4}
+    real_bounds, failures = r.backend.bounds, []
+
+    def bounds():
+        if len(failures) < budget:
+            failures.append(1)
+            raise TimeoutError("proxy unreachable")
+        return real_bounds()
+
+    monkeypatch.setattr(r.backend, "bounds", bounds)
+    budget = 2  # within the retries: the batch is planned
+    following = r.latestOffset(end, limit)
+    assert following["partitions"] == {"0": 8} and len(failures) == 2
+    failures.clear()
+    budget = 3  # one more than the retries: the query fails, naming the options that wait longer
+    with pytest.raises(UnreachableError, match=r"in 3 attempt\(s\) 10 ms apart .*fetchOffset.numRetries"):
+        r.latestOffset(following, limit)
+    r.stop()

@@ -252,7 +252,12 @@ def test_unjournaled_batch_and_foreign_source_are_clear_errors(setup) -> None:
     directory.mkdir(parents=True)
     kafka = {"version": 1, "source": "kafka:events", "partitions": {"events:0": 3}}
     (directory / "0").write_text(f"v1\n{{}}\n{json.dumps(kafka)}")
-    with pytest.raises(SpytQueueError, match=r"exactly one YTsaurus queue .*micro-batch 0 reads 0"):
+    with pytest.raises(SpytQueueError, match=r"exactly one source, a YTsaurus queue .*micro-batch 0 reads 1 sources"):
+        setup.commit_writer().commit([message], 0)
+    # The YT queue beside another source (Spark's rate source: its offset is a plain number): refused too.
+    yt_end = setup.ends[0]
+    (directory / "0").write_text(f"v1\n{{}}\n{json.dumps(yt_end)}\n12")
+    with pytest.raises(SpytQueueError, match=r"exactly one source, a YTsaurus queue .*micro-batch 0 reads 2 sources"):
         setup.commit_writer().commit([message], 0)
     assert setup.ids() == [] and setup.offsets() == {}
 
