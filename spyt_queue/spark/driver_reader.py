@@ -18,6 +18,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import SimpleDataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
+from spyt_queue.errors import OptionError
+from spyt_queue.spark.errors import one_line
 from spyt_queue.spark.stream_reader import QueueStreamReader
 
 
@@ -31,9 +33,30 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
 
     def __init__(self, planner: QueueStreamReader) -> None:
         self.planner = planner
+        self._checked = False
+
+    def _refuse_a_journal_request(self) -> None:
+        """Refuse, at the query's first call, a consumer whose batch journal a transactional sink asked for: only
+        executor tasks journal batch ranges, so that sink's first commit would fail after writing the batch into a
+        transaction it then aborts. Checked once per run (one ``exists`` request)."""
+        if self._checked:
+            return
+        self._checked = True
+        journal = self.planner.backend.batch_journal()
+        if journal is not None and journal.requested():
+            raise one_line(
+                OptionError(
+                    "read_mode",
+                    "read_mode=driver can not feed a transactional=true sink: its consumer carries the batch journal "
+                    "that sink asks for (@spyt_queue_batch_plans), which only executor tasks write; use "
+                    "read_mode=executors (or, if no transactional query reads through this consumer any more, remove "
+                    "that attribute)",
+                )
+            )
 
     def initialOffset(self) -> dict[str, Any]:
         """:meth:`QueueStreamReader.initialOffset`."""
+        self._refuse_a_journal_request()
         return self.planner.initialOffset()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -45,6 +68,7 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
 
         Returns an iterator over a list (Spark copies it to resend the batch) and the batch's end offset.
         """
+        self._refuse_a_journal_request()
         end = self.planner.latestOffset(start, self.planner.getDefaultReadLimit())
         if end is start or end == start:
             return iter(()), start
@@ -52,6 +76,7 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
 
     def readBetweenOffsets(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         """Re-read a batch of the offset log after a restart (exactly its ranges, batch 0 from its ``batch_start``)."""
+        self._refuse_a_journal_request()
         return iter(self._batches(start, end))
 
     def _batches(self, start: dict[str, Any], end: dict[str, Any]) -> list[pa.RecordBatch]:

@@ -465,3 +465,15 @@ def test_a_new_checkpoint_on_a_caught_up_consumer_is_not_a_conflict(spark, setup
             query.stop()
     assert setup.ids() == [i for i in ids + more if i % 3 == 0], "nothing lost, nothing written twice"
     assert setup.offsets() == {0: 9, 1: 9}
+
+
+def test_read_mode_driver_is_refused_when_the_query_starts(spark, setup, checkpoint) -> None:
+    """``read_mode=driver`` journals no batch range (only executor tasks do), so a transactional sink can not commit
+    its batches. A consumer a transactional sink asked a journal of makes a driver-mode query fail at its first
+    call, in one line naming ``read_mode``, before any batch is read or written."""
+    produce_ids(setup.yt, setup.queue, 0, 6)
+    query = _query(spark, setup, checkpoint, {"availableNow": True}, read_mode="driver")
+    with pytest.raises(Exception, match=r"Invalid option 'read_mode'.*read_mode=executors") as failure:
+        query.awaitTermination(180)
+    assert "Traceback" not in str(failure.value).split("read_mode=executors")[0]
+    assert setup.ids() == [] and setup.offsets() == {}
