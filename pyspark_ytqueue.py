@@ -16,5 +16,5 @@ try:
 except Exception:  # spyt-queue itself is broken: register nothing rather than stop the discovery of other sources
     pass
 else:
-    DefaultSource = load_source("spyt_queue.spark.source", "YtQueueDataSource", name="ytqueue")
+    DefaultSource = load_source("spyt_queue.datasource", "YtQueueDataSource", name="ytqueue")
     __all__ = ["DefaultSource"]

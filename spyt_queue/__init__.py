@@ -31,14 +31,14 @@ def register(spark: Any) -> None:
     ``pyspark_ytqueue`` module); calling this also carries SPYT's session settings such as
     ``spark.yt.write.dynBatchSize`` into the source's option defaults, which Python data sources cannot read
     from the session themselves, and makes it safe to start several ``ytqueue`` queries at once in one driver
-    (see :func:`spyt_queue.spark.source.seed_stream_runner_env`).
+    (see :func:`spyt_queue.datasource.seed_stream_runner_env`).
 
     ``spark`` may be a Spark Connect session: the class is then registered for that session through the client
     (pickled, sent to the server); the server's JVM is out of the client's reach, so the pre-fill for concurrent
     query starts is skipped there.
     """
     # lazy: `import spyt_queue.local` (the embedded server) and the CLI load this package without Spark or the plugin
-    from spyt_queue.spark.source import YtQueueDataSource, seed_stream_runner_env
+    from spyt_queue.datasource import YtQueueDataSource, seed_stream_runner_env
 
     seed_stream_runner_env(spark, YtQueueDataSource.name())  # the auto-discovered source, if any (every session)
     defaults = session_defaults(spark)

@@ -31,11 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yt.yson as yson
-from pyspark import TaskContext
 
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import READ, WRITE, Option, Options
-from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
 log = logging.getLogger("spyt_queue.deadletter")
 
@@ -206,37 +204,3 @@ def log_batch(messages: Iterable[Any], batch_id: int | None, target: BoundDeadLe
     return count
 
 
-def task_partition() -> str:
-    """``spark-partition-N`` inside a Spark task, else ``this task``: a sink record's partition when the rows do not
-    carry the source's service columns."""
-    try:
-        context = TaskContext.get()
-    except Exception:  # pragma: no cover - pyspark is always importable where this runs
-        context = None
-    return f"spark-partition-{context.partitionId()}" if context is not None else "this task"
-
-
-def row_coordinates(row: Mapping[str, Any], position: int, task: str | None = None) -> tuple[str, int]:
-    """A sink row's dead-letter ``partition``/``offset``: its source tablet and row index when the row carries the
-    ``ytqueue`` service columns (and they are set), else ``task`` (default :func:`task_partition`) and the row's
-    ``position`` in the task. The row form of :func:`batch_coordinates`."""
-    tablet, index = row.get(SERVICE_TABLET_COLUMN), row.get(SERVICE_ROW_COLUMN)
-    if tablet is not None and index is not None:
-        return str(tablet), int(index)
-    return (task_partition() if task is None else task), position
-
-
-def batch_coordinates(batch: Any, first_row: int) -> list[tuple[str, int]]:
-    """Per row of an Arrow ``batch`` (rows ``first_row``... of this task): the source tablet and row index when the
-    batch carries the ``ytqueue`` service columns (and they are set), else (:func:`task_partition`, the row's
-    position in the task). The ``partition``/``offset`` of a sink's dead letters."""
-    task = task_partition()
-    names = batch.schema.names
-    if SERVICE_TABLET_COLUMN in names and SERVICE_ROW_COLUMN in names:
-        tablets = batch.column(names.index(SERVICE_TABLET_COLUMN)).to_pylist()
-        rows = batch.column(names.index(SERVICE_ROW_COLUMN)).to_pylist()
-        return [
-            (str(t), int(r)) if t is not None and r is not None else (task, first_row + i)
-            for i, (t, r) in enumerate(zip(tablets, rows, strict=True))
-        ]
-    return [(task, first_row + i) for i in range(batch.num_rows)]

@@ -1,10 +1,12 @@
-"""The dead-letter target a query's options name (``deadLetter.path`` or ``deadLetter.topic``), built above the targets
-of each technology (:mod:`spyt_queue.yt.deadletter`, :mod:`spyt_queue.kafka.deadletter`) for sources and sinks alike.
+"""The dead-letter target a query's options name (``deadLetter.path`` or ``deadLetter.topic``), for sources and sinks
+alike: the options shared by every target are checked here, and the technology's own module
+(:mod:`spyt_queue.yt.deadletter`, :mod:`spyt_queue.kafka.deadletter`, named in :data:`TARGETS`) builds the target.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
+from types import ModuleType
 
 from spyt_queue.deadletter import (
     CREATE_OPTION,
@@ -18,7 +20,13 @@ from spyt_queue.deadletter import (
 )
 from spyt_queue.errors import OptionError
 from spyt_queue.options import Options
-from spyt_queue.redaction import shown
+
+#: Which module builds the target of each option (``target_from_options(options, name, create)``): the technologies'
+#: folders build their own targets, this module only picks one, as :mod:`spyt_queue.stores.registry` picks a store.
+TARGETS: dict[str, str] = {
+    "path": "spyt_queue.yt.deadletter",
+    "topic": "spyt_queue.kafka.deadletter",
+}
 
 
 def dead_letter_target(options: Options) -> DeadLetterTarget | None:
@@ -42,40 +50,18 @@ def dead_letter_target(options: Options) -> DeadLetterTarget | None:
     if path:
         if kafka:
             raise OptionError(KAFKA_PREFIX + next(iter(kafka)), "applies to deadLetter.topic, not deadLetter.path")
-        # lazy: yt.wrapper and pandas (~1-2 s per Python worker) load only where a YT dead-letter table is named
-        from spyt_queue.yt.deadletter import YtDeadLetterTarget
-        from spyt_queue.yt.options import connection_from_options, plain_cypress_path
-
-        path = plain_cypress_path(PATH_OPTION, path)
-        raw = options.raw()
-        proxy = options.get_str(PROXY_OPTION) or options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")
-        if not proxy:
-            raise OptionError(PROXY_OPTION, "deadLetter.path needs a YT proxy: set deadLetter.proxy (or YT_PROXY)")
-        raw["proxy"] = proxy
-        token = options.get_str(TOKEN_OPTION)
-        if token:
-            raw["token"] = token
-        return YtDeadLetterTarget(connection_from_options(Options(raw)), path, create)
+        return _builder("path").target_from_options(options, path, create)
     assert topic is not None
     for option in (PROXY_OPTION, TOKEN_OPTION):
         if option in options:
             raise OptionError(option, "applies to deadLetter.path, not deadLetter.topic")
-    if not topic.strip() or any(ch.isspace() for ch in topic):
-        raise OptionError(TOPIC_OPTION, f"not a valid topic name: {shown(TOPIC_OPTION, topic)}")
-    config = dict(kafka)
-    if "bootstrap.servers" not in config:
-        servers = options.get_str("kafka.bootstrap.servers")
-        if not servers:
-            raise OptionError(
-                KAFKA_PREFIX + "bootstrap.servers",
-                "deadLetter.topic needs brokers: set deadLetter.kafka.bootstrap.servers (a Kafka query's "
-                "kafka.bootstrap.servers is used when present)",
-            )
-        config["bootstrap.servers"] = servers
-    # lazy: confluent_kafka (~0.3 s) loads only where a Kafka dead-letter topic is named
-    from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
+    return _builder("topic").target_from_options(options, topic, create)
 
-    return KafkaDeadLetterTarget(config, topic.strip(), create)
+
+def _builder(kind: str) -> ModuleType:
+    """The module that builds the targets of ``kind`` (:data:`TARGETS`), imported only when a query names one: a
+    Kafka target never loads ``yt.wrapper`` (~1-2 s per Python worker), a YT one never loads confluent_kafka."""
+    return importlib.import_module(TARGETS[kind])
 
 
 def prepared_target(options: Options) -> DeadLetterTarget | None:

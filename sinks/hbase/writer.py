@@ -23,10 +23,11 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import WriterCommitMessage
 
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, batch_coordinates, task_partition, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
 from spyt_queue.deadletter_targets import dead_letter_target
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.options import WRITE, Option, Options
+from spyt_queue.records import batch_coordinates, task_partition
 from spyt_queue.redaction import shown
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.sinks.hbase.codec import (

@@ -50,10 +50,11 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.collector import gc_paused
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, row_coordinates, task_partition, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.options import WRITE, Option, Options
+from spyt_queue.records import row_coordinates, task_partition
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.sink_skeleton import (
     SinkBatchWriter,

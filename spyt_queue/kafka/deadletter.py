@@ -10,9 +10,18 @@ from typing import Any
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from spyt_queue.deadletter import ERROR_LIMIT, TOPIC_OPTION, DeadLetter, DeadLetterError, DeadLetterTarget
+from spyt_queue.deadletter import (
+    ERROR_LIMIT,
+    KAFKA_PREFIX,
+    TOPIC_OPTION,
+    DeadLetter,
+    DeadLetterError,
+    DeadLetterTarget,
+)
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.kafka.clients import admin_client, pooled_consumer, pooled_producer
+from spyt_queue.options import Options
+from spyt_queue.redaction import shown
 
 log = logging.getLogger("spyt_queue.deadletter")
 
@@ -96,3 +105,21 @@ class KafkaDeadLetterTarget(DeadLetterTarget):
                 low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, index), timeout=self.timeout_s)
                 result[f"{self.topic}:{index}"] = int(high) - int(low)
             return result
+
+
+def target_from_options(options: Options, topic: str, create: bool) -> KafkaDeadLetterTarget:
+    """``deadLetter.topic`` as a target, produced to with ``deadLetter.kafka.*``, whose ``bootstrap.servers`` defaults
+    to the query's ``kafka.bootstrap.servers``."""
+    if not topic.strip() or any(ch.isspace() for ch in topic):
+        raise OptionError(TOPIC_OPTION, f"not a valid topic name: {shown(TOPIC_OPTION, topic)}")
+    config = dict(options.with_prefix(KAFKA_PREFIX))
+    if "bootstrap.servers" not in config:
+        servers = options.get_str("kafka.bootstrap.servers")
+        if not servers:
+            raise OptionError(
+                KAFKA_PREFIX + "bootstrap.servers",
+                "deadLetter.topic needs brokers: set deadLetter.kafka.bootstrap.servers (a Kafka query's "
+                "kafka.bootstrap.servers is used when present)",
+            )
+        config["bootstrap.servers"] = servers
+    return KafkaDeadLetterTarget(config, topic.strip(), create)

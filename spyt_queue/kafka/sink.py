@@ -16,12 +16,13 @@ from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, row_coordinates, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
 from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_CONFIG
 from spyt_queue.options import CONNECT_TIMEOUT, WRITE, Option, Options, connect_timeout
+from spyt_queue.records import describe_record, first_null, row_coordinates, task_label
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.sink_skeleton import (
     SinkBatchWriter,
@@ -31,7 +32,6 @@ from spyt_queue.spark.sink_skeleton import (
     finished,
     tasks_finished,
 )
-from spyt_queue.yt.table_writer import describe_record, first_null, task_label
 
 #: librdkafka's partitioner matching the Java client's default for keyed records (murmur2 of the key); records
 #: without a key are spread at random (Java sticks to one partition per batch: both are valid spreads).

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 
-from spyt_queue.deadletter import DEAD_LETTER_SCHEMA, PATH_OPTION, DeadLetter, DeadLetterTarget
+from spyt_queue.deadletter import (
+    DEAD_LETTER_SCHEMA,
+    PATH_OPTION,
+    PROXY_OPTION,
+    TOKEN_OPTION,
+    DeadLetter,
+    DeadLetterTarget,
+)
 from spyt_queue.errors import OptionError
+from spyt_queue.options import Options
 from spyt_queue.yt.admin import create_queue
 from spyt_queue.yt.client import YtConnection
+from spyt_queue.yt.options import connection_from_options, plain_cypress_path
 
 log = logging.getLogger("spyt_queue.deadletter")
 
@@ -59,3 +69,18 @@ class YtDeadLetterTarget(DeadLetterTarget):
 
 def _schema_text() -> str:
     return ",".join(f"{c['name']}:{c['type']}" for c in DEAD_LETTER_SCHEMA)
+
+
+def target_from_options(options: Options, path: str, create: bool) -> YtDeadLetterTarget:
+    """``deadLetter.path`` as a target: it connects with ``deadLetter.proxy``/``deadLetter.token``, else the query's
+    ``proxy``/``token`` (and ``yt.*``), else ``YT_PROXY``."""
+    path = plain_cypress_path(PATH_OPTION, path)
+    raw = options.raw()
+    proxy = options.get_str(PROXY_OPTION) or options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")
+    if not proxy:
+        raise OptionError(PROXY_OPTION, "deadLetter.path needs a YT proxy: set deadLetter.proxy (or YT_PROXY)")
+    raw["proxy"] = proxy
+    token = options.get_str(TOKEN_OPTION)
+    if token:
+        raw["token"] = token
+    return YtDeadLetterTarget(connection_from_options(Options(raw)), path, create)

@@ -33,9 +33,8 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.errors import SchemaMismatchError
+from spyt_queue.records import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 
-SERVICE_TABLET_COLUMN = "__spyt_streaming_src_tablet_index"
-SERVICE_ROW_COLUMN = "__spyt_streaming_src_row_index"
 SYSTEM_COLUMNS = ("$tablet_index", "$row_index")
 
 PRIMITIVES: dict[str, DataType] = {

@@ -17,6 +17,7 @@ from spyt_queue.deadletter import BoundDeadLetters
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import CommitError, OptionError, SpytQueueError
 from spyt_queue.options import WRITE, Option, Options
+from spyt_queue.records import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.sink_skeleton import (
     SinkBatchWriter,
@@ -30,7 +31,7 @@ from spyt_queue.spark.sink_skeleton import (
 )
 from spyt_queue.yt.batch_journal import request_journal, task_batch
 from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
-from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtSchema
+from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
 from spyt_queue.yt.transactional import (
     TRANSACTIONAL,

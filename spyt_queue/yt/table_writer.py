@@ -33,9 +33,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import yt.yson as yson
-from pyspark import TaskContext
 from pyspark.sql.types import (
     BinaryType,
     BooleanType,
@@ -58,11 +56,20 @@ from yt.wrapper import YsonFormat, YtClient
 
 from spyt_queue.deadletter import yson_payload
 from spyt_queue.errors import BadRecordError, ProducerSequenceError, SchemaMismatchError
+from spyt_queue.records import (
+    SERVICE_ROW_COLUMN,
+    SERVICE_TABLET_COLUMN,
+    describe_record,
+    first_null,
+    source_of,
+    task_label,
+    task_partition,
+)
 from spyt_queue.yt.backend import skip_empty_proxy_discovery
 from spyt_queue.yt.client import YtConnection
 from spyt_queue.yt.errors import has_code, is_transient_yt_error
 from spyt_queue.yt.nested_values import has_temporal, to_yt_value
-from spyt_queue.yt.schema import SERVICE_ROW_COLUMN, SERVICE_TABLET_COLUMN, YtColumn, YtSchema
+from spyt_queue.yt.schema import YtColumn, YtSchema
 from spyt_queue.yt.yson_rows import encodable, encode_rows, fragment
 
 log = logging.getLogger("spyt_queue.write")
@@ -158,44 +165,6 @@ def check_schema(df_schema: StructType, table: YtSchema, path: str, drop: Iterab
         raise SchemaMismatchError(
             f"The DataFrame does not fit {path}: " + "; ".join(problems) + ". Nothing was written."
         )
-
-
-def task_label() -> str:
-    """``Spark partition N`` inside a Spark task, else ``this task``."""
-    try:
-        context = TaskContext.get()
-    except Exception:  # pragma: no cover - pyspark is always importable where this runs
-        context = None
-    return f"Spark partition {context.partitionId()}" if context is not None else "this task"
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe_record(batch: pa.RecordBatch, position: int, limit: int = 300) -> str:
-    """One row of ``batch`` as a short one-line ``{column: value}`` text (long values and rows cut)."""
-    row = batch.slice(position, 1).to_pylist()[0]
-    text = "{" + ", ".join(f"{name!r}: {_short(value)}" for name, value in row.items()) + "}"
-    return text if len(text) <= limit else text[: limit - 4] + "...}"
-
-
-def source_of(batch: pa.RecordBatch, position: int) -> str:
-    """`` (source tablet T, row R)`` when the batch carries the source's service columns, else ``""``."""
-    names = batch.schema.names
-    if SERVICE_TABLET_COLUMN not in names or SERVICE_ROW_COLUMN not in names:
-        return ""
-    tablet = batch.column(SERVICE_TABLET_COLUMN)[position].as_py()
-    row = batch.column(SERVICE_ROW_COLUMN)[position].as_py()
-    return f" (source tablet {tablet}, row {row})"
-
-
-def first_null(array: pa.Array) -> int | None:
-    """Position of the first null of ``array`` (``None`` if it has none; free when it has none)."""
-    if array.null_count == 0:
-        return None
-    return int(pc.index(array.is_null(), True).as_py())
 
 
 def encode_yt_decimal(value: Decimal, precision: int, scale: int) -> bytes:
@@ -493,7 +462,7 @@ class YtTableWriter:
     def _coordinates(self, batch: pa.RecordBatch, first_row: int) -> list[tuple[str, int]]:
         """Per row: the source tablet and row when the batch carries the service columns, else the Spark partition
         (``spark-partition-N``) and the row's position in the task."""
-        task = task_label().replace("Spark partition ", "spark-partition-")
+        task = task_partition()
         names = batch.schema.names
         if SERVICE_TABLET_COLUMN in names and SERVICE_ROW_COLUMN in names:
             tablets = batch.column(SERVICE_TABLET_COLUMN).to_pylist()

@@ -189,7 +189,7 @@ def test_commit_logs_the_batch_dead_letter_count(caplog) -> None:
 def test_sink_coordinates_are_the_source_row_else_the_task_position() -> None:
     """A sink's dead letter names the source tablet and row when the batch carries the service columns (and they
     are set), else the task and the row's position in it."""
-    from spyt_queue.deadletter import batch_coordinates
+    from spyt_queue.records import batch_coordinates
 
     with_service = pa.RecordBatch.from_pydict(
         {"v": [1, 2], "__spyt_streaming_src_tablet_index": [3, None], "__spyt_streaming_src_row_index": [7, None]}

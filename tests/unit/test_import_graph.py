@@ -194,7 +194,7 @@ def test_the_data_sources_load_no_ytsaurus_client_until_a_query_needs_it() -> No
     only where YTsaurus is read or written (the technology dispatch in ``connect``, ``deadletter_targets`` and the
     ``ytqueue`` source's writers imports them on first use), not for a Kafka source or a Kudu or HBase sink."""
     code = (
-        "import sys, spyt_queue.spark.source, spyt_queue.sinks.kudu.source, spyt_queue.sinks.hbase.source\n"
+        "import sys, spyt_queue.datasource, spyt_queue.sinks.kudu.source, spyt_queue.sinks.hbase.source\n"
         "print(*sorted({'yt.wrapper', 'pandas', 'spyt_queue.yt.backend'} & set(sys.modules)))\n"
     )
     loaded = printed_by(code).split()
@@ -207,7 +207,7 @@ def test_a_ytsaurus_query_and_ytqueue_status_load_no_kafka_client() -> None:
     on a YT queue leave it out (the Kafka backend, clients and dead-letter target are imported on first use)."""
     code = (
         "import sys\n"
-        "import pyspark_ytqueue, spyt_queue.spark.source, spyt_queue.yt.sink\n"
+        "import pyspark_ytqueue, spyt_queue.datasource, spyt_queue.yt.sink\n"
         "from typer.testing import CliRunner\n"
         "from spyt_queue import connect\n"
         "from spyt_queue.cli import app\n"
@@ -224,3 +224,24 @@ def test_a_ytsaurus_query_and_ytqueue_status_load_no_kafka_client() -> None:
     )
     loaded = printed_by(code).split()
     assert loaded == [], f"a YTsaurus-only process loaded the Kafka client: {loaded}"
+
+
+def test_a_kafka_only_process_never_loads_the_ytsaurus_client() -> None:
+    """A Kafka-only job's Python workers import the Kafka source, sink, backend and dead-letter topic target: none of
+    them loads ``yt.wrapper`` or pandas (3-4 s of a fresh worker's import when the Kafka sink borrowed helpers from the
+    YT table writer)."""
+    code = (
+        "import sys\n"
+        "import spyt_queue.kafka.sink, spyt_queue.kafka.backend, spyt_queue.kafka.group_store\n"
+        "from spyt_queue import connect\n"
+        "from spyt_queue.deadletter_targets import dead_letter_target\n"
+        "from spyt_queue.options import Options\n"
+        "options = Options({'kafka.bootstrap.servers': '127.0.0.1:9', 'subscribe': 'events'})\n"
+        "connect.check_source_options(options)\n"
+        "connect.settings_for(options, True)\n"
+        "sink = Options({'kafka.bootstrap.servers': '127.0.0.1:9', 'topic': 'out', 'deadLetter.topic': 'dead'})\n"
+        "assert dead_letter_target(sink).describe() == 'kafka:dead'\n"
+        "print(*sorted({'yt.wrapper', 'pandas', 'spyt_queue.yt.table_writer'} & set(sys.modules)))\n"
+    )
+    loaded = printed_by(code).split()
+    assert loaded == [], f"a Kafka-only process loaded the YTsaurus client: {loaded}"

@@ -15,6 +15,7 @@ import pytest
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from spyt_queue.datasource import YtQueueDataSource
 from spyt_queue.deadletter import BoundDeadLetters
 from spyt_queue.errors import BadRecordError, OptionError
 from spyt_queue.kafka.sink import KafkaRecordWriter, KafkaWriteCommit
@@ -25,7 +26,6 @@ from spyt_queue.sinks.kudu.planners import planner_from_options
 from spyt_queue.sinks.kudu.sink import KuduSinkConfig, KuduWriteCommit
 from spyt_queue.sinks.kudu.source import KuduDataSource
 from spyt_queue.spark.sink_skeleton import SINK_STAGE, SinkBatchWriter, SinkStreamWriter, WriteTask
-from spyt_queue.spark.source import YtQueueDataSource
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.sink import YtWriteCommit, YtWriteTask

@@ -18,7 +18,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from spyt_queue import register
-from spyt_queue.spark.source import STREAM_RUNNER_ENV
+from spyt_queue.datasource import STREAM_RUNNER_ENV
 from tests.yt.helpers import Pipeline, make_pipeline
 
 pytestmark = pytest.mark.spark

@@ -14,7 +14,7 @@ import datetime as dt
 import pytest
 import yt.yson as yson
 
-from spyt_queue.spark.source import YtQueueDataSource
+from spyt_queue.datasource import YtQueueDataSource
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_sorted_table
 from tests.yt.worker_tz import python_workers_in
 

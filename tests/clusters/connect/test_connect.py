@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from spyt_queue.datasource import YtQueueDataSource
 from spyt_queue.lag import lag_from_progress
-from spyt_queue.spark.source import YtQueueDataSource
 from spyt_queue.yt.admin import column, create_consumer, create_queue, create_sorted_table
 from tests.kafka.helpers import Topic, ids_in, run_to_files
 from tests.yt.helpers import Pipeline
