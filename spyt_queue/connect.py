@@ -20,6 +20,7 @@ from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
 from spyt_queue.deadletter_targets import dead_letter_target, prepared_target
 from spyt_queue.errors import OptionError
 from spyt_queue.kafka.options import (
+    BOOTSTRAP_SERVERS,
     KAFKA_SOURCE_OPTIONS,
     kafka_backend_from_options,
     kafka_config,
@@ -39,9 +40,10 @@ from spyt_queue.stores.registry import (
     is_native,
     open_store,
 )
+from spyt_queue.yt.declarations import YT_SOURCE_OPTIONS
 
 #: The option whose presence makes a source or sink a Kafka one.
-KAFKA_BOOTSTRAP = "kafka.bootstrap.servers"
+KAFKA_BOOTSTRAP = BOOTSTRAP_SERVERS
 
 
 def _yt_options() -> ModuleType:
@@ -101,7 +103,7 @@ class YtSource(SourceKind):
 
     def declared(self) -> tuple[Option, ...]:
         """The YT source's options, the reader settings, offset stores and dead letters."""
-        return (*_yt_options().YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS)
+        return (*YT_SOURCE_OPTIONS, *READER_OPTIONS, *STORE_OPTIONS, *DEAD_LETTER_OPTIONS)
 
     def check_options(self, options: Options) -> None:
         """Unknown names, with a hint for the Kafka adapter's options."""
@@ -173,9 +175,11 @@ class KafkaSource(SourceKind):
     def check_options(self, options: Options) -> None:
         """Unknown names, with hints for YTsaurus options and dead letters (the Kafka source has none)."""
         # plain names: the YT declarations live beside yt.wrapper code a Kafka process need not load
-        yt_only = ("proxy", "cluster", "consumer_path", "consumerPath", "include_service_columns", "parsing_type_v3")
+        own = {name.lower() for name in option_names(self.declared())}
         hints = {
-            name: "it is an option of YTsaurus queues, not of Kafka topics" for name in (*yt_only, "binary_strings")
+            name: "it is an option of YTsaurus queues, not of Kafka topics"
+            for name in option_names(YT_SOURCE_OPTIONS)
+            if name.lower() not in own
         }
         hints["path"] = "a Kafka source reads topics: use subscribe, subscribePattern or assign instead of load(path)"
         for name in option_names(DEAD_LETTER_OPTIONS):

@@ -20,11 +20,23 @@ SPARK_SINK_OPTIONS = (
 )
 
 
-def check_sink_options(options: Options, known: tuple[str | Option, ...], what: str, prefix: str = "") -> None:
-    """Refuse option names ``what`` (a sink) does not read, saying so when one belongs to the source."""
-    reading = (*option_names(READER_OPTIONS, TIMESTAMP_OPTIONS, STORE_OPTIONS), "consumer_path", "subscribe")
+def check_sink_options(
+    options: Options,
+    known: tuple[str | Option, ...],
+    what: str,
+    prefix: str = "",
+    source_options: tuple[Option, ...] = (),
+) -> None:
+    """Refuse option names ``what`` (a sink) does not read, saying so when one belongs to a source: the reader
+    settings and offset stores every source shares, and ``source_options`` (the sources a sink is usually fed by,
+    declared in their technologies' folders)."""
+    own = {name.lower() for name in option_names(known)}
+    reading = (
+        name
+        for name in option_names(READER_OPTIONS, TIMESTAMP_OPTIONS, STORE_OPTIONS, source_options)
+        if name.lower() not in own and not name.endswith(".")
+    )
     hints = {name: "it is a reading option: set it on spark.readStream / spark.read" for name in reading}
-    hints["include_service_columns"] = hints["subscribe"]
     without_dead_letter_kafka(options).check_known(
         (*known, *SPARK_SINK_OPTIONS, *DEAD_LETTER_OPTIONS), what, prefixes=(prefix,) if prefix else (), hints=hints
     )

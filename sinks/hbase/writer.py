@@ -26,6 +26,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
 from spyt_queue.deadletter_targets import dead_letter_target
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError, UnreachableError
+from spyt_queue.kafka.options import SUBSCRIPTION_OPTIONS
 from spyt_queue.options import WRITE, Option, Options
 from spyt_queue.records import batch_coordinates, task_partition
 from spyt_queue.redaction import shown
@@ -50,6 +51,7 @@ from spyt_queue.spark.sink_skeleton import (
     finished,
     stream_writer,
 )
+from spyt_queue.yt.declarations import YT_SOURCE_OPTIONS
 
 __all__ = [
     "HBASE_SINK_OPTIONS",
@@ -205,7 +207,7 @@ def _prefix(value: str | None) -> tuple[str, int] | None:
 
 def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSettings:
     """Validate the options against the DataFrame's schema (no server contact)."""
-    check_sink_options(options, HBASE_SINK_OPTIONS, WHAT)
+    check_sink_options(options, HBASE_SINK_OPTIONS, WHAT, source_options=(*YT_SOURCE_OPTIONS, *SUBSCRIPTION_OPTIONS))
     host, port = _endpoint(
         options.require_str(THRIFT.name, "Set the HBase Thrift gateway: .option('thrift', 'h:9090')")
     )

@@ -53,6 +53,7 @@ from spyt_queue.collector import gc_paused
 from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
+from spyt_queue.kafka.options import SUBSCRIPTION_OPTIONS
 from spyt_queue.options import WRITE, Option, Options
 from spyt_queue.records import row_coordinates, task_partition
 from spyt_queue.sink_options import check_sink_options
@@ -65,6 +66,7 @@ from spyt_queue.spark.sink_skeleton import (
     finished,
     stream_writer,
 )
+from spyt_queue.yt.declarations import YT_SOURCE_OPTIONS
 
 from .client import ColumnSpec, KuduTableNotFoundError, KuduWriteError, get_client
 from .mutations import Key, Mutation, MutationKind, format_key, key_of
@@ -590,7 +592,9 @@ def _spec(name: str, kudu_type: str, f: Any, key: bool) -> Any:
 
 def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
     """Validate the options (no Kudu call) and build the task configuration."""
-    check_sink_options(options, KUDU_SINK_OPTIONS, "the spyt_kudu sink")  # planner.* checked by the planner
+    check_sink_options(
+        options, KUDU_SINK_OPTIONS, "the spyt_kudu sink", source_options=(*YT_SOURCE_OPTIONS, *SUBSCRIPTION_OPTIONS)
+    )  # planner.* checked by the planner
     masters = options.require_str(KUDU_MASTER.name, "The Kudu master addresses, e.g. 'kudu-master:7051'.")
     table = options.value(TABLE) or options.get_str("path")
     if not table:

@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from spyt_queue.errors import OptionError, UnreachableError
+from spyt_queue.kafka.declarations import BOOTSTRAP_SERVERS
 from spyt_queue.options import DEFAULT_CONNECT_TIMEOUT_S
 from spyt_queue.redaction import shown
 
@@ -85,7 +86,7 @@ def discard_admin_client(config: Mapping[str, Any], admin: AdminClient) -> None:
 
 
 def check_brokers_reachable(
-    config: Mapping[str, Any], timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S, option: str = "kafka.bootstrap.servers"
+    config: Mapping[str, Any], timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S, option: str = BOOTSTRAP_SERVERS
 ) -> None:
     """Fail within about ``timeout_s`` seconds, naming the bootstrap servers, unless a broker answers a metadata
     request. librdkafka keeps reconnecting on its own; this bounds the wait and says which endpoint it was.

@@ -20,6 +20,7 @@ from spyt_queue.deadletter import (
 )
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.kafka.clients import admin_client, pooled_consumer, pooled_producer
+from spyt_queue.kafka.declarations import BOOTSTRAP_SERVERS
 from spyt_queue.options import Options
 from spyt_queue.redaction import shown
 
@@ -114,7 +115,7 @@ def target_from_options(options: Options, topic: str, create: bool) -> KafkaDead
         raise OptionError(TOPIC_OPTION, f"not a valid topic name: {shown(TOPIC_OPTION, topic)}")
     config = dict(options.with_prefix(KAFKA_PREFIX))
     if "bootstrap.servers" not in config:
-        servers = options.get_str("kafka.bootstrap.servers")
+        servers = options.get_str(BOOTSTRAP_SERVERS)
         if not servers:
             raise OptionError(
                 KAFKA_PREFIX + "bootstrap.servers",

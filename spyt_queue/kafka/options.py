@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from spyt_queue.errors import OptionError
+from spyt_queue.kafka.declarations import BOOTSTRAP_SERVERS, KAFKA_PREFIX
 from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.options import CONNECT_TIMEOUT, READ, WRITE, Option, Options, connect_timeout
 from spyt_queue.settings import ReaderSettings
@@ -24,7 +25,6 @@ FORBIDDEN_KAFKA_KEYS = {
     "enable.auto.commit": "offsets are committed to the group by the adapter after each batch's sink commit",
     "interceptor.classes": "not supported by the Python client",
 }
-KAFKA_PREFIX = "kafka."
 
 SUBSCRIBE = Option("subscribe", "comma-separated list of topics to read")
 SUBSCRIBE_PATTERN = Option("subscribePattern", "regular expression of topics to read")
@@ -57,6 +57,8 @@ KAFKA_SOURCE_OPTIONS = (
     POLL_TIMEOUT_MS,
     CONNECT_TIMEOUT,
 )
+
+
 def parse_subscription(options: Options) -> Subscription:
     """Exactly one of ``subscribe``, ``subscribePattern``, ``assign``."""
     given = [option.name for option in SUBSCRIPTION_OPTIONS if option.name in options]
@@ -93,7 +95,7 @@ def kafka_config(options: Options) -> dict[str, Any]:
     """The ``kafka.*`` options without their prefix, refusing the keys the adapter manages."""
     config = options.with_prefix(KAFKA_PREFIX)
     if "bootstrap.servers" not in config:
-        raise OptionError("kafka.bootstrap.servers", "required: the brokers to connect to, e.g. localhost:9092")
+        raise OptionError(BOOTSTRAP_SERVERS, "required: the brokers to connect to, e.g. localhost:9092")
     for key, why in FORBIDDEN_KAFKA_KEYS.items():
         if key in config:
             raise OptionError(f"kafka.{key}", f"is not supported: {why}")

@@ -20,7 +20,7 @@ from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
-from spyt_queue.kafka.options import FORBIDDEN_KAFKA_KEYS, KAFKA_CONFIG
+from spyt_queue.kafka.options import BOOTSTRAP_SERVERS, FORBIDDEN_KAFKA_KEYS, KAFKA_CONFIG, KAFKA_SOURCE_OPTIONS
 from spyt_queue.options import CONNECT_TIMEOUT, WRITE, Option, Options, connect_timeout
 from spyt_queue.records import describe_record, first_null, row_coordinates, task_label
 from spyt_queue.sink_options import check_sink_options
@@ -307,10 +307,10 @@ def _produce_kwargs(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
-    check_sink_options(options, KAFKA_SINK_OPTIONS, KAFKA_SINK_WHAT)
+    check_sink_options(options, KAFKA_SINK_OPTIONS, KAFKA_SINK_WHAT, source_options=KAFKA_SOURCE_OPTIONS)
     config = options.value(KAFKA_CONFIG)
     if "bootstrap.servers" not in config:
-        raise OptionError("kafka.bootstrap.servers", "required: the brokers to write to")
+        raise OptionError(BOOTSTRAP_SERVERS, "required: the brokers to write to")
     for key in ("key.serializer", "value.serializer", "interceptor.classes"):
         if key in config:
             raise OptionError(f"kafka.{key}", f"is not supported: {FORBIDDEN_KAFKA_KEYS[key]}")

@@ -28,6 +28,7 @@ from spyt_queue.yt.arrow_rows import RowConverter
 from spyt_queue.yt.batch_journal import YtBatchJournal
 from spyt_queue.yt.client import YtConnection
 from spyt_queue.yt.consumer_store import YtConsumerStore
+from spyt_queue.yt.declarations import DEFAULT_PULL_BATCH_ROWS
 from spyt_queue.yt.dsv_rows import DsvDecoder, dsv_format, dsv_unsupported_columns, row_index_sequence
 from spyt_queue.yt.errors import has_code, is_transient_yt_error
 from spyt_queue.yt.schema import YtSchema, spark_schema
@@ -35,12 +36,6 @@ from spyt_queue.yt.schema import YtSchema, spark_schema
 log = logging.getLogger("spyt_queue.yt")
 
 _RESOLVE_ERROR = 500
-#: Rows per pull: each pull costs a round trip and ``yt.wrapper``'s per-request work (a few ms), so fewer, larger
-#: pulls; the server still cuts a pull at its data-weight limit (16 MB by default).
-DEFAULT_PULL_BATCH_ROWS = 50_000
-#: ``read_format`` values: ``auto`` pulls ``schemaful_dsv`` when every column is a flat primitive (else YSON), ``dsv``
-#: insists on it (refused for other schemas), ``yson`` always pulls YSON.
-READ_FORMATS = ("auto", "yson", "dsv")
 _ROW_INDEX = b"$row_index"
 
 _DISCOVERY_CHECKED: set[int] = set()

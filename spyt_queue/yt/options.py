@@ -8,62 +8,49 @@ import os
 from yt.wrapper.errors import YtResponseError
 
 from spyt_queue.errors import ConsumerNotRegisteredError, OptionError
-from spyt_queue.options import CONNECT_TIMEOUT, READ, WRITE, Option, Options, connect_timeout
+from spyt_queue.options import Options, connect_timeout
 from spyt_queue.redaction import shown
 from spyt_queue.yt.admin import consumer_registered
-from spyt_queue.yt.backend import DEFAULT_PULL_BATCH_ROWS, READ_FORMATS, YtConnection, YtQueueBackend
+from spyt_queue.yt.backend import YtConnection, YtQueueBackend
 from spyt_queue.yt.client import check_proxy_reachable
+from spyt_queue.yt.declarations import (
+    BINARY_STRINGS,
+    CONSUMER_PATH,
+    INCLUDE_SERVICE_COLUMNS,
+    PARSING_TYPE_V3,
+    PROXY,
+    PULL_BATCH_ROWS,
+    QUEUE_PATH,
+    READ_FORMAT,
+    TOKEN,
+    YT_CONFIG,
+    YT_CONFIG_PREFIX,
+    YT_CONNECTION_OPTIONS,
+    YT_SOURCE_OPTIONS,
+)
+
+__all__ = [  # the declarations, for the modules that read them with the functions below
+    "BINARY_STRINGS",
+    "CONSUMER_PATH",
+    "INCLUDE_SERVICE_COLUMNS",
+    "PARSING_TYPE_V3",
+    "PROXY",
+    "PULL_BATCH_ROWS",
+    "QUEUE_PATH",
+    "READ_FORMAT",
+    "TOKEN",
+    "YT_CONFIG",
+    "YT_CONFIG_PREFIX",
+    "YT_CONNECTION_OPTIONS",
+    "YT_SOURCE_OPTIONS",
+    "check_consumer_registered",
+    "connection_from_options",
+    "plain_cypress_path",
+    "reachable_connection",
+    "yt_backend_from_options",
+]
 
 log = logging.getLogger("spyt_queue.yt")
-
-YT_CONFIG_PREFIX = "yt."
-
-PROXY = Option(
-    "proxy", "the cluster's HTTP proxy (host:port); default: YT_PROXY", aliases=("cluster",), modes=(*READ, WRITE)
-)
-TOKEN = Option("token", "the cluster's token; default: YT_TOKEN", modes=(*READ, WRITE))
-YT_CONFIG = Option(
-    YT_CONFIG_PREFIX,
-    "passed to yt.wrapper's client config: yt.proxy.request_timeout=30000",
-    kind="prefix",
-    modes=(*READ, WRITE),
-)
-#: Options of :func:`connection_from_options`, for sources and sinks alike.
-YT_CONNECTION_OPTIONS = (PROXY, TOKEN, YT_CONFIG, CONNECT_TIMEOUT)
-
-QUEUE_PATH = Option("path", "the queue: an ordered dynamic table (or .load(path))")
-CONSUMER_PATH = Option(
-    "consumer_path", "the consumer table progress is committed to (registered for the queue)", aliases=("consumerPath",)
-)
-PARSING_TYPE_V3 = Option(
-    "parsing_type_v3", "composite YT types as Spark nested types instead of YSON bytes", kind="bool", default=False
-)
-INCLUDE_SERVICE_COLUMNS = Option(
-    "include_service_columns", "prepend the source tablet index and row index columns", kind="bool", default=False
-)
-BINARY_STRINGS = Option("binary_strings", "read YT string columns as Spark binary", kind="bool", default=False)
-PULL_BATCH_ROWS = Option(
-    "pull_batch_rows", "rows per pull_consumer request on executors", kind="int", default=DEFAULT_PULL_BATCH_ROWS
-)
-READ_FORMAT = Option(
-    "read_format",
-    "wire format of pulls: yson, dsv (schemaful_dsv), or auto",
-    kind="choice",
-    default="yson",
-    choices=READ_FORMATS,
-)
-#: Options :func:`yt_backend_from_options` reads; reader settings and offset stores add theirs (spyt_queue.connect).
-YT_SOURCE_OPTIONS = (
-    *YT_CONNECTION_OPTIONS,
-    QUEUE_PATH,
-    CONSUMER_PATH,
-    PARSING_TYPE_V3,
-    INCLUDE_SERVICE_COLUMNS,
-    BINARY_STRINGS,
-    PULL_BATCH_ROWS,
-    READ_FORMAT,
-)
-
 
 def connection_from_options(options: Options) -> YtConnection:
     """Proxy from ``proxy`` (or ``YT_PROXY``), token from ``token`` (or ``YT_TOKEN``), ``yt.*`` pass-through.

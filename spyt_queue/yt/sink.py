@@ -30,7 +30,8 @@ from spyt_queue.spark.sink_skeleton import (
     tasks_finished,
 )
 from spyt_queue.yt.batch_journal import request_journal, task_batch
-from spyt_queue.yt.options import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, reachable_connection
+from spyt_queue.yt.declarations import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, YT_SOURCE_OPTIONS
+from spyt_queue.yt.options import reachable_connection
 from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
 from spyt_queue.yt.transactional import (
@@ -153,7 +154,7 @@ def task_session_prefix(writer: YtTableWriter) -> str:
 
 def table_writer_from_options(options: Options, schema: StructType) -> YtTableWriter:
     """Validate the sink options and the DataFrame schema against the target table, before any write."""
-    check_sink_options(options, YT_SINK_OPTIONS, YT_SINK_WHAT, YT_CONFIG_PREFIX)
+    check_sink_options(options, YT_SINK_OPTIONS, YT_SINK_WHAT, YT_CONFIG_PREFIX, YT_SOURCE_OPTIONS)
     path = options.get_str("path")
     if not path:
         raise OptionError("path", "give the output table with .option('path', '//path/to/table') or .save(path)")
@@ -314,7 +315,7 @@ def yt_stream_writer(options: Options, schema: StructType, overwrite: bool = Fal
 
 
 def _stream_task(options: Options, schema: StructType) -> YtWriteTask:
-    check_sink_options(options, YT_SINK_OPTIONS, YT_SINK_WHAT, YT_CONFIG_PREFIX)
+    check_sink_options(options, YT_SINK_OPTIONS, YT_SINK_WHAT, YT_CONFIG_PREFIX, YT_SOURCE_OPTIONS)
     settings = transactional_settings(options)
     if settings is not None and PRODUCER_PATH.name in options:
         raise OptionError(

@@ -75,3 +75,16 @@ def test_sinks_accept_what_spark_passes_and_refuse_reading_options() -> None:
     check_sink_options(Options({**spark_given, "kafka.acks": "1"}), KAFKA_SINK_OPTIONS, "the Kafka sink", "kafka.")
     message = refused(lambda o: check_sink_options(o, YT_SINK_OPTIONS, "the YT sink", "yt."), {"startingOffsets": "x"})
     assert "it is a reading option" in message
+    # The sources' own options come from their declarations, passed by each sink (no hand-kept list).
+    from spyt_queue.kafka.options import KAFKA_SOURCE_OPTIONS
+    from spyt_queue.yt.declarations import YT_SOURCE_OPTIONS
+
+    for sink, known, name, sources in (
+        ("the YT sink", YT_SINK_OPTIONS, "include_service_columns", YT_SOURCE_OPTIONS),
+        ("the YT sink", YT_SINK_OPTIONS, "read_format", YT_SOURCE_OPTIONS),
+        ("the Kafka sink", KAFKA_SINK_OPTIONS, "subscribePattern", KAFKA_SOURCE_OPTIONS),
+    ):
+        message = refused(
+            lambda o, k=known, w=sink, src=sources: check_sink_options(o, k, w, source_options=src), {name: "x"}
+        )
+        assert f"Invalid option '{name.lower()}'" in message and "it is a reading option" in message, message
