@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spyt_queue.backend import QueueBackend
-from spyt_queue.offsets import sorted_partitions
+from spyt_queue.offsets import LATEST_ENDS, sorted_partitions
 from spyt_queue.stores.base import OffsetStore
 
 
@@ -32,7 +32,9 @@ def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) 
     """Rows behind per partition for one source of ``query.lastProgress``: ``latestOffset - endOffset``.
 
     ``latestOffset`` is what the source reported with ``reportLatestOffset`` (the end of every partition at the
-    last trigger) and ``endOffset`` the end of the last planned batch.
+    last trigger) and ``endOffset`` the end of the last planned batch. With ``read_mode=driver`` PySpark reports no
+    ``latestOffset``; the ends seen when the last batch was planned travel in its ``endOffset`` instead
+    (:data:`~spyt_queue.offsets.LATEST_ENDS`), so the lag is the one at that batch's planning.
     """
     if not isinstance(progress, Mapping):
         progress = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
@@ -42,6 +44,8 @@ def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) 
         latest = json.loads(latest)
     if isinstance(end, str):
         end = json.loads(end)
+    if not latest and isinstance(end, Mapping) and end.get(LATEST_ENDS):
+        latest = {"partitions": end[LATEST_ENDS]}
     if not latest or not end:
         return {}
     ends = end.get("partitions", {})

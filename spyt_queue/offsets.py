@@ -16,6 +16,11 @@ from uuid import uuid4
 from spyt_queue.errors import SpytQueueError
 
 OFFSET_VERSION = 1
+#: Key of the end of every partition when a batch was planned, added to the batch's end offset by
+#: ``read_mode=driver`` (:class:`~spyt_queue.spark.driver_reader.DriverStreamReader`): PySpark never asks a simple
+#: reader for ``reportLatestOffset``, so the progress has no ``latestOffset`` in that mode and
+#: :func:`spyt_queue.lag.lag_from_progress` reads the ends here. :meth:`StreamOffset.from_json` ignores it.
+LATEST_ENDS = "latest"
 
 
 def partition_sort_key(key: str) -> tuple[str, int]:

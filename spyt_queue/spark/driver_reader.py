@@ -19,6 +19,7 @@ from pyspark.sql.datasource import SimpleDataSourceStreamReader
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from spyt_queue.errors import OptionError
+from spyt_queue.offsets import LATEST_ENDS
 from spyt_queue.spark.errors import one_line
 from spyt_queue.spark.stream_reader import QueueStreamReader
 
@@ -72,7 +73,26 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
         end = self.planner.latestOffset(start, self.planner.getDefaultReadLimit())
         if end is start or end == start:
             return iter(()), start
-        return iter(self._batches(start, end)), end
+        batches = self._batches(start, end)
+        return iter(batches), self._with_latest_ends(end)
+
+    def _with_latest_ends(self, end: dict[str, Any]) -> dict[str, Any]:
+        """``end`` with the end of every partition seen while planning it (:data:`~spyt_queue.offsets.LATEST_ENDS`).
+
+        PySpark's runner never asks a simple reader for ``reportLatestOffset`` (it answers "none" for it), so the
+        query progress of this mode has no ``latestOffset``; the batch's end offset, which the progress shows as
+        ``endOffset``, carries the ends instead, for :func:`spyt_queue.lag.lag_from_progress`. Only ends of batches
+        with rows carry them: a trigger with nothing new must return ``start`` unchanged.
+        """
+        latest = self.planner.reportLatestOffset()
+        if not latest:
+            return end
+        return {**end, LATEST_ENDS: latest["partitions"]}
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """:meth:`QueueStreamReader.reportLatestOffset`, for a PySpark that asks simple readers for it (4.3 does
+        not: see :meth:`_with_latest_ends`)."""
+        return self.planner.reportLatestOffset()
 
     def readBetweenOffsets(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         """Re-read a batch of the offset log after a restart (exactly its ranges, batch 0 from its ``batch_start``)."""

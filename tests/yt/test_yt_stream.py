@@ -62,6 +62,19 @@ def test_lag_from_progress_and_status_command(spark, pipe) -> None:
     assert re.search(r"total\s+│\s+│\s+│\s+30\s+│\s+0\s+│", result.output), result.output
 
 
+@pytest.mark.parametrize("read_mode", ["executors", "driver"])
+def test_lag_from_progress_in_both_read_modes(spark, pipe, read_mode: str) -> None:
+    """``lag_from_progress`` on every batch's progress gives the rows left behind per tablet, whichever the read
+    mode: 15 rows per tablet read 5 at a time leave 10, 5, then 0."""
+    from spyt_queue.lag import lag_from_progress
+
+    pipe.produce(30)
+    query = pipe.run(spark, max_rows_per_partition=5, read_mode=read_mode)
+    lags = [lag_from_progress(p) for p in query.recentProgress if p["numInputRows"] > 0]
+    assert lags == [{"0": 10, "1": 10}, {"0": 5, "1": 5}, {"0": 0, "1": 0}]
+    assert lag_from_progress(query.lastProgress) == {"0": 0, "1": 0}
+
+
 def test_composite_types_as_nested_spark_types(spark, yt, yt_proxy, yt_root) -> None:
     from spyt_queue.yt.admin import create_consumer
 

@@ -1,0 +1,31 @@
+"""``lag_from_progress``: rows behind from a progress's ``latestOffset`` (executors) or, where PySpark reports none
+(``read_mode=driver``), from the ends the batch's end offset carries."""
+
+from __future__ import annotations
+
+import json
+
+from spyt_queue.lag import lag_from_progress
+from spyt_queue.offsets import LATEST_ENDS
+
+
+def _progress(end: dict, latest: dict | None) -> dict:
+    return {"sources": [{"endOffset": json.dumps(end), "latestOffset": json.dumps(latest) if latest else None}]}
+
+
+def test_latest_offset_of_the_progress() -> None:
+    assert lag_from_progress(_progress({"partitions": {"0": 3}}, {"partitions": {"0": 10}})) == {"0": 7}
+
+
+def test_ends_carried_by_the_end_offset_when_the_progress_has_no_latest_offset() -> None:
+    end = {"partitions": {"0": 3, "1": 5}, LATEST_ENDS: {"0": 10, "1": 5}}
+    assert lag_from_progress(_progress(end, None)) == {"0": 7, "1": 0}
+
+
+def test_reported_latest_offset_wins_over_the_carried_ends() -> None:
+    end = {"partitions": {"0": 3}, LATEST_ENDS: {"0": 4}}
+    assert lag_from_progress(_progress(end, {"partitions": {"0": 10}})) == {"0": 7}
+
+
+def test_nothing_known_is_no_lag() -> None:
+    assert lag_from_progress(_progress({"partitions": {"0": 3}}, None)) == {}
