@@ -24,14 +24,16 @@ NULL, STRUCTURED, TABULAR = "null", "structured", "tabular"
 
 
 @dataclass(frozen=True)
-class Descriptor:
-    """``{name, input_type, output_type, is_volatile, is_heavy}`` of ``GET /api/v4``."""
+class Command:
+    """A command of the HTTP API: its descriptor (``{name, input_type, output_type, is_volatile, is_heavy}`` of
+    ``GET /api/v4``) and the handler that runs it."""
 
     name: str
     input_type: str
     output_type: str
     is_volatile: bool
     is_heavy: bool
+    handler: Callable[[State, Request], Result] = field(repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         """The registry entry."""
@@ -64,53 +66,6 @@ class Result:
     response_parameters: dict[str, Any] = field(default_factory=dict)
 
 
-# Values from yt/yt/client/driver/driver.cpp (API v4).
-DESCRIPTORS = [
-    Descriptor("start_transaction", NULL, STRUCTURED, True, False),
-    Descriptor("ping_transaction", NULL, STRUCTURED, True, False),
-    Descriptor("commit_transaction", NULL, STRUCTURED, True, False),
-    Descriptor("abort_transaction", NULL, STRUCTURED, True, False),
-    Descriptor("generate_timestamp", NULL, STRUCTURED, False, False),
-    Descriptor("create", NULL, STRUCTURED, True, False),
-    Descriptor("get", NULL, STRUCTURED, False, False),
-    Descriptor("list", NULL, STRUCTURED, False, False),
-    Descriptor("exists", NULL, STRUCTURED, False, False),
-    Descriptor("remove", NULL, STRUCTURED, True, False),
-    Descriptor("set", STRUCTURED, STRUCTURED, True, False),
-    Descriptor("link", NULL, STRUCTURED, True, False),
-    Descriptor("insert_rows", TABULAR, STRUCTURED, True, True),
-    Descriptor("delete_rows", TABULAR, STRUCTURED, True, True),
-    Descriptor("trim_rows", NULL, STRUCTURED, True, True),
-    Descriptor("select_rows", NULL, TABULAR, False, True),
-    Descriptor("lookup_rows", TABULAR, TABULAR, False, True),
-    Descriptor("mount_table", NULL, STRUCTURED, True, False),
-    Descriptor("unmount_table", NULL, STRUCTURED, True, False),
-    Descriptor("remount_table", NULL, STRUCTURED, True, False),
-    Descriptor("freeze_table", NULL, STRUCTURED, True, False),
-    Descriptor("unfreeze_table", NULL, STRUCTURED, True, False),
-    Descriptor("reshard_table", NULL, STRUCTURED, True, False),
-    Descriptor("get_tablet_infos", NULL, STRUCTURED, True, False),
-    Descriptor("register_queue_consumer", NULL, STRUCTURED, True, False),
-    Descriptor("unregister_queue_consumer", NULL, STRUCTURED, True, False),
-    Descriptor("list_queue_consumer_registrations", NULL, STRUCTURED, False, False),
-    Descriptor("pull_queue", NULL, TABULAR, False, True),
-    Descriptor("pull_consumer", NULL, TABULAR, False, True),
-    Descriptor("pull_queue_consumer", NULL, TABULAR, False, True),
-    Descriptor("advance_consumer", NULL, STRUCTURED, True, False),
-    Descriptor("advance_queue_consumer", NULL, STRUCTURED, True, False),
-    Descriptor("create_queue_producer_session", NULL, STRUCTURED, True, False),
-    Descriptor("remove_queue_producer_session", NULL, STRUCTURED, True, False),
-    # The driver declares no input; yt.wrapper forces "tabular" for it (YT-23538) and sends rows in the body.
-    Descriptor("push_queue_producer", NULL, STRUCTURED, True, False),
-    Descriptor("execute_batch", NULL, STRUCTURED, True, False),
-    Descriptor("write_table", TABULAR, NULL, True, True),
-    Descriptor("read_table", NULL, TABULAR, False, True),
-    Descriptor("alter_table", NULL, NULL, True, False),
-    Descriptor("concatenate", NULL, NULL, True, False),
-    Descriptor("copy", NULL, STRUCTURED, True, False),
-    Descriptor("lock", NULL, STRUCTURED, True, False),
-]
-BY_NAME = {d.name: d for d in DESCRIPTORS}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -660,61 +615,63 @@ def _lock(state: State, req: Request) -> Result:
     return Result({"lock_id": state.ids.generate(ids.TYPE_LOCK), "node_id": node.id, "revision": 0})
 
 
-HANDLERS: dict[str, Callable[[State, Request], Result]] = {
-    "start_transaction": _start_transaction,
-    "ping_transaction": _ping_transaction,
-    "commit_transaction": _commit_transaction,
-    "abort_transaction": _abort_transaction,
-    "generate_timestamp": _generate_timestamp,
-    "create": _create,
-    "get": _get_command,
-    "list": _list_command,
-    "exists": _exists,
-    "remove": _remove,
-    "set": _set,
-    "link": _link,
-    "insert_rows": _insert_rows,
-    "delete_rows": _delete_rows,
-    "trim_rows": _trim_rows,
-    "select_rows": _select_rows,
-    "lookup_rows": _lookup_rows,
-    "mount_table": _tablet_action("mount"),
-    "unmount_table": _tablet_action("unmount"),
-    "remount_table": _tablet_action("remount"),
-    "freeze_table": _tablet_action("freeze"),
-    "unfreeze_table": _tablet_action("unfreeze"),
-    "reshard_table": _reshard_table,
-    "get_tablet_infos": _get_tablet_infos,
-    "register_queue_consumer": _register,
-    "unregister_queue_consumer": _unregister,
-    "list_queue_consumer_registrations": _list_registrations,
-    "pull_queue": _pull(False),
-    "pull_consumer": _pull(True),
-    "pull_queue_consumer": _pull(True),
-    "advance_consumer": _advance,
-    "advance_queue_consumer": _advance,
-    "create_queue_producer_session": _create_producer_session,
-    "remove_queue_producer_session": _remove_producer_session,
-    "push_queue_producer": _push_producer,
-    "execute_batch": _execute_batch,
-    "write_table": _write_table,
-    "read_table": _read_table,
-    "alter_table": _alter_table,
-    "concatenate": _concatenate,
-    "copy": _copy,
-    "lock": _lock,
-}
-
-assert set(HANDLERS) == set(BY_NAME), set(HANDLERS) ^ set(BY_NAME)
+# Every command: its descriptor as the YTsaurus driver registers it (values from yt/yt/client/driver/driver.cpp,
+# API v4) and its handler, in one table as the driver's REGISTER_COMMAND does.
+COMMANDS = [
+    Command("start_transaction", NULL, STRUCTURED, True, False, _start_transaction),
+    Command("ping_transaction", NULL, STRUCTURED, True, False, _ping_transaction),
+    Command("commit_transaction", NULL, STRUCTURED, True, False, _commit_transaction),
+    Command("abort_transaction", NULL, STRUCTURED, True, False, _abort_transaction),
+    Command("generate_timestamp", NULL, STRUCTURED, False, False, _generate_timestamp),
+    Command("create", NULL, STRUCTURED, True, False, _create),
+    Command("get", NULL, STRUCTURED, False, False, _get_command),
+    Command("list", NULL, STRUCTURED, False, False, _list_command),
+    Command("exists", NULL, STRUCTURED, False, False, _exists),
+    Command("remove", NULL, STRUCTURED, True, False, _remove),
+    Command("set", STRUCTURED, STRUCTURED, True, False, _set),
+    Command("link", NULL, STRUCTURED, True, False, _link),
+    Command("insert_rows", TABULAR, STRUCTURED, True, True, _insert_rows),
+    Command("delete_rows", TABULAR, STRUCTURED, True, True, _delete_rows),
+    Command("trim_rows", NULL, STRUCTURED, True, True, _trim_rows),
+    Command("select_rows", NULL, TABULAR, False, True, _select_rows),
+    Command("lookup_rows", TABULAR, TABULAR, False, True, _lookup_rows),
+    Command("mount_table", NULL, STRUCTURED, True, False, _tablet_action("mount")),
+    Command("unmount_table", NULL, STRUCTURED, True, False, _tablet_action("unmount")),
+    Command("remount_table", NULL, STRUCTURED, True, False, _tablet_action("remount")),
+    Command("freeze_table", NULL, STRUCTURED, True, False, _tablet_action("freeze")),
+    Command("unfreeze_table", NULL, STRUCTURED, True, False, _tablet_action("unfreeze")),
+    Command("reshard_table", NULL, STRUCTURED, True, False, _reshard_table),
+    Command("get_tablet_infos", NULL, STRUCTURED, True, False, _get_tablet_infos),
+    Command("register_queue_consumer", NULL, STRUCTURED, True, False, _register),
+    Command("unregister_queue_consumer", NULL, STRUCTURED, True, False, _unregister),
+    Command("list_queue_consumer_registrations", NULL, STRUCTURED, False, False, _list_registrations),
+    Command("pull_queue", NULL, TABULAR, False, True, _pull(False)),
+    Command("pull_consumer", NULL, TABULAR, False, True, _pull(True)),
+    Command("pull_queue_consumer", NULL, TABULAR, False, True, _pull(True)),
+    Command("advance_consumer", NULL, STRUCTURED, True, False, _advance),
+    Command("advance_queue_consumer", NULL, STRUCTURED, True, False, _advance),
+    Command("create_queue_producer_session", NULL, STRUCTURED, True, False, _create_producer_session),
+    Command("remove_queue_producer_session", NULL, STRUCTURED, True, False, _remove_producer_session),
+    # The driver declares no input; yt.wrapper forces "tabular" for it (YT-23538) and sends rows in the body.
+    Command("push_queue_producer", NULL, STRUCTURED, True, False, _push_producer),
+    Command("execute_batch", NULL, STRUCTURED, True, False, _execute_batch),
+    Command("write_table", TABULAR, NULL, True, True, _write_table),
+    Command("read_table", NULL, TABULAR, False, True, _read_table),
+    Command("alter_table", NULL, NULL, True, False, _alter_table),
+    Command("concatenate", NULL, NULL, True, False, _concatenate),
+    Command("copy", NULL, STRUCTURED, True, False, _copy),
+    Command("lock", NULL, STRUCTURED, True, False, _lock),
+]
+BY_NAME = {c.name: c for c in COMMANDS}
 
 
 def execute(state: State, req: Request) -> Result:
     """Run one command; unknown commands fail as the driver does."""
-    handler = HANDLERS.get(req.name)
-    if handler is None:
+    descriptor = BY_NAME.get(req.name)
+    if descriptor is None:
         raise YtError(f"Unknown command {req.name!r}", attributes={"command": req.name})
+    handler = descriptor.handler
     mutation_id = _get(req.params, "mutation_id")
-    descriptor = BY_NAME[req.name]
     if mutation_id is not None and descriptor.is_volatile and descriptor.output_type == STRUCTURED:
         # The response keeper (mutations.py): a retry with the same mutation id gets the kept answer.
         value = mutations.keeper_of(state).run(

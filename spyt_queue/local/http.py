@@ -119,7 +119,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_json(["v3", "v4"])
                 return
             if path == "/api/v4":
-                self._send_json([d.to_json() for d in commands.DESCRIPTORS])
+                self._send_json([c.to_json() for c in commands.COMMANDS])
                 return
             if path == "/hosts" or path.startswith("/hosts/"):
                 # No separate heavy proxies: an empty list makes yt.wrapper use this (light) proxy for everything.
