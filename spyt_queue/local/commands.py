@@ -8,7 +8,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, mutations, producer, queues, reads, static_tables
+from spyt_queue.local import ids, mutations, producer, queues, reads, static_tables, tablets
 from spyt_queue.local.errors import YtError
 from spyt_queue.local.formats import (
     Format,
@@ -317,7 +317,7 @@ def _delete_rows(state: State, req: Request) -> Result:
 
 def _trim_rows(state: State, req: Request) -> Result:
     params = req.params
-    state.trim_rows(
+    tablets.trim_rows(state,
         _plain_path(params),
         _int(params, "tablet_index", required=True) or 0,
         _int(params, "trimmed_row_count", required=True) or 0,
@@ -365,7 +365,7 @@ def _tablet_action(action: str) -> Callable[[State, Request], Result]:
         chosen = action
         if action == "mount" and _bool(params, "freeze"):
             chosen = "mount_frozen"
-        state.set_tablet_state(
+        tablets.set_tablet_state(state,
             _plain_path(params), chosen, _int(params, "first_tablet_index"), _int(params, "last_tablet_index")
         )
         return Result({})
@@ -375,7 +375,7 @@ def _tablet_action(action: str) -> Callable[[State, Request], Result]:
 
 def _reshard_table(state: State, req: Request) -> Result:
     params = req.params
-    state.reshard(
+    tablets.reshard(state,
         _plain_path(params),
         _int(params, "tablet_count"),
         _get(params, "pivot_keys"),
@@ -389,7 +389,7 @@ def _reshard_table(state: State, req: Request) -> Result:
 
 def _get_tablet_infos(state: State, req: Request) -> Result:
     indexes = _required(req.params, "tablet_indexes")
-    return Result(state.tablet_infos(_plain_path(req.params), [int(i) for i in indexes]))
+    return Result(tablets.tablet_infos(state, _plain_path(req.params), [int(i) for i in indexes]))
 
 
 def _register(state: State, req: Request) -> Result:

@@ -6,7 +6,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import sorted_tables
+from spyt_queue.local import sorted_tables, tablet_checks
 from spyt_queue.local.cypress import Node
 from spyt_queue.local.errors import INVALID_EPOCH, INVALID_ROW_SEQUENCE_NUMBERS, ZOMBIE_EPOCH, YtError
 from spyt_queue.local.schema import PRODUCER_SCHEMA, same_schema
@@ -51,7 +51,7 @@ def create_session(
 
     def apply(tx: Transaction) -> None:
         node = _producer(state, producer_path)
-        state.validate_table_mounted(node, write=True)
+        tablet_checks.validate_table_mounted(node, write=True)
         key = _key(state, queue, session_id)
         current = _session(state, node, key, tx.start_ts)
         row = dict(key)

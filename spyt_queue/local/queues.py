@@ -7,7 +7,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ordered, sorted_tables
+from spyt_queue.local import ordered, sorted_tables, tablet_checks
 from spyt_queue.local.cypress import Node
 from spyt_queue.local.errors import AUTHORIZATION_ERROR, CONSUMER_OFFSET_CONFLICT, YtError
 from spyt_queue.local.formats import Format, dumps_rows, loads_fragment, web_json_stream
@@ -191,10 +191,10 @@ def pull(
             raise YtError('Missing required parameter "offset"')
         if not table.ordered:
             raise YtError(f"Table {node.path} is not ordered")
-        tablet = state._tablet(node, partition_index)
+        tablet = tablet_checks.tablet_at(node, partition_index)
         if offset < 0:
             raise YtError(f"Cannot read table {node.path} at a negative offset {offset}", attributes={"offset": offset})
-        state.validate_mounted(node, tablet, write=False)
+        tablet_checks.validate_mounted(node, tablet, write=False)
         count = DEFAULT_MAX_ROW_COUNT if max_row_count is None else int(max_row_count)
         if count <= 0:
             raise YtError(f'"max_row_count" must be positive, got {count}')

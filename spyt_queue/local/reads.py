@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
-from spyt_queue.local import ordered, sorted_tables
+from spyt_queue.local import ordered, sorted_tables, tablet_checks
 from spyt_queue.local.cypress import Node
 from spyt_queue.local.errors import YtError
 from spyt_queue.local.formats import Format, encode_row_stream
@@ -38,7 +38,7 @@ def select(
         node = state.dynamic_table(normalize_path(query.path))
         table = node.table
         assert table is not None
-        state.validate_table_mounted(node, write=False)
+        tablet_checks.validate_table_mounted(node, write=False)
         schema = table.schema
         column_types: dict[str, str] = {c.name: c.type for c in schema.columns}
         if table.ordered:
@@ -183,7 +183,7 @@ def lookup(
         assert table is not None
         if table.ordered:
             raise YtError(f"Table {node.path} is not sorted")
-        state.validate_table_mounted(node, write=False)
+        tablet_checks.validate_table_mounted(node, write=False)
         schema = table.schema
         for key_row in keys:
             for column in schema.key_columns:
