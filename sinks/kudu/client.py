@@ -31,17 +31,16 @@ DATE               ``datetime.date``
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import os
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from spyt_queue.errors import BadRecordError, SpytQueueError, UnreachableError
+from spyt_queue.errors import BadRecordError, UnreachableError
 
+from .cells import Column, boxed, cell_writer, get_cell, set_cell
+from .errors import KuduError, KuduTableNotFoundError, KuduUnavailableError, KuduWriteError, RowError
+from .jvm import KUDU_JARS_ENV, JavaTypes, java_error, java_types, kudu_error, kudu_jars, start_jvm, status_transient
 from .mutations import Mutation, MutationKind, format_key
 
 __all__ = [
@@ -61,216 +60,7 @@ __all__ = [
     "start_jvm",
 ]
 
-KUDU_JARS_ENV = "SPYT_KUDU_JARS"
-_REPO_JARS = Path(__file__).resolve().parents[2] / "integration" / "target" / "kudu-client-libs"
 
-
-class KuduUnavailableError(SpytQueueError):
-    """JPype1 or the Kudu Java client jars are missing; the message says how to get them."""
-
-    code = "KUDU_UNAVAILABLE"
-
-
-class KuduError(SpytQueueError):
-    """A Kudu call failed (the Java exception's message is included); ``transient`` when worth retrying (timed
-    out, service unavailable, network error)."""
-
-    code = "KUDU_ERROR"
-
-    def __init__(self, message: str, transient: bool = False) -> None:
-        super().__init__(message)
-        self.transient = transient
-
-
-class KuduTableNotFoundError(SpytQueueError):
-    """A Kudu table does not exist (and was not to be created); the message names it."""
-
-    code = "KUDU_TABLE_NOT_FOUND"
-
-
-@dataclass(frozen=True)
-class RowError:
-    """One operation Kudu refused: its kind, the row's key, Kudu's status (``already_present``, ``not_found``...)."""
-
-    kind: str
-    key: str
-    status: str
-    message: str
-    already_present: bool = False
-    not_found: bool = False
-    #: Timed out / service unavailable / network error: the operation may or may not have been applied.
-    transient: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.kind} ({self.key}): {self.message}"
-
-
-class KuduWriteError(BadRecordError):
-    """Kudu refused some operations of a flush; ``errors`` lists them (the message names the first ones)."""
-
-    code = "KUDU_WRITE_FAILED"
-
-    def __init__(self, message: str, errors: Sequence[RowError] = (), overflowed: bool = False) -> None:
-        super().__init__(message)
-        self.errors = list(errors)
-        self.overflowed = overflowed
-        #: Every refused operation failed for a transient reason (a retry may succeed).
-        self.transient = bool(self.errors) and all(e.transient for e in self.errors)
-
-
-# ------------------------------------------------------------------------------------------------- JVM
-
-
-_JVM_LOCK = threading.Lock()
-
-
-def kudu_jars(jars: str | Sequence[str] | None = None) -> list[str]:
-    """The client jars: ``jars`` (a directory or paths), else ``$SPYT_KUDU_JARS``, else the checkout's install."""
-    spec: str | Sequence[str] | None = jars or os.environ.get(KUDU_JARS_ENV) or None
-    paths: list[Path]
-    if spec is None:
-        paths = [_REPO_JARS]
-    elif isinstance(spec, str):
-        paths = [Path(p) for p in spec.split(os.pathsep) if p]
-    else:
-        paths = [Path(p) for p in spec]
-    found: list[str] = []
-    for p in paths:
-        if p.is_dir():
-            found.extend(str(j) for j in sorted(p.glob("*.jar")))
-        elif p.is_file():
-            found.append(str(p))
-    if not any(Path(j).name.startswith("kudu-client-") for j in found):
-        where = ", ".join(str(p) for p in paths)
-        raise KuduUnavailableError(
-            f"no kudu-client jar found in {where}: run integration/install.sh --kudu-only, or point "
-            f"{KUDU_JARS_ENV} (or the sink option kudu.jars) at a directory holding kudu-client and its dependencies"
-        )
-    return found
-
-
-def start_jvm(jars: str | Sequence[str] | None = None) -> Any:
-    """Start the in-process JVM with the Kudu client jars once per process; returns the ``jpype`` module.
-
-    A JVM already started (by an earlier call, or by another JPype user of this process that put the jars on its
-    class path) is reused."""
-    try:
-        # lazy: JPype (the kudu extra) and its JVM load only where Kudu is used
-        import jpype
-        import jpype.config
-    except ImportError:
-        raise KuduUnavailableError("JPype1 is not installed: pip install 'spyt-queue[kudu]'") from None
-    with _JVM_LOCK:
-        if not jpype.isJVMStarted():
-            classpath = kudu_jars(jars)
-            # The Kudu client keeps non-daemon threads (netty, reconnect timers): destroying the JVM at interpreter
-            # exit would wait for them forever once the cluster is gone. Nothing needs flushing at exit (every
-            # session is flushed before a task reports), so the process exits without destroying the JVM.
-            jpype.config.destroy_jvm = False
-            # -Xrs: leave SIGINT/SIGTERM to Python (Ctrl-C, Spark killing its workers).
-            jpype.startJVM("-Xrs", "-Xmx512m", classpath=classpath, convertStrings=False)
-        elif not jpype.JClass("java.lang.Thread").isAttached():
-            jpype.java.lang.Thread.attach()
-    try:
-        jpype.JClass("org.apache.kudu.client.KuduClient")
-    except Exception as exc:  # the JVM was started without our jars
-        raise KuduUnavailableError(f"the JVM of this process has no Kudu client on its class path ({exc})") from None
-    return jpype
-
-
-def _java_error(exc: BaseException) -> str:
-    msg = getattr(exc, "getMessage", None)
-    return str(msg()) if callable(msg) else str(exc)
-
-
-def _status_transient(status: Any) -> bool:
-    try:
-        return bool(
-            status.isTimedOut() or status.isServiceUnavailable() or status.isNetworkError() or status.isAborted()
-        )
-    except Exception:
-        return False
-
-
-def _kudu_error(what: str, exc: Any) -> KuduError:
-    """A :class:`KuduError` for a Java ``KuduException``, transient when its status says so."""
-    status = exc.getStatus() if hasattr(exc, "getStatus") else None
-    transient = _status_transient(status) if status is not None else False
-    return KuduError(f"Kudu {what} failed: {_java_error(exc)}", transient=transient)
-
-
-# --------------------------------------------------------------------------------------------- types
-
-
-class _Types:
-    """Java classes and per-type converters, resolved once the JVM runs."""
-
-    def __init__(self, jpype: Any) -> None:
-        J = jpype.JClass
-        self.jpype = jpype
-        self.Type = J("org.apache.kudu.Type")
-        self.Schema = J("org.apache.kudu.Schema")
-        self.ColumnSchemaBuilder = J("org.apache.kudu.ColumnSchema$ColumnSchemaBuilder")
-        self.ColumnTypeAttributesBuilder = J("org.apache.kudu.ColumnTypeAttributes$ColumnTypeAttributesBuilder")
-        self.CreateTableOptions = J("org.apache.kudu.client.CreateTableOptions")
-        self.KuduClientBuilder = J("org.apache.kudu.client.KuduClient$KuduClientBuilder")
-        self.KuduPredicate = J("org.apache.kudu.client.KuduPredicate")
-        self.ComparisonOp = J("org.apache.kudu.client.KuduPredicate$ComparisonOp")
-        self.FlushMode = J("org.apache.kudu.client.SessionConfiguration$FlushMode")
-        self.KuduException = J("org.apache.kudu.client.KuduException")
-        self.ArrayList = J("java.util.ArrayList")
-        self.BigDecimal = J("java.math.BigDecimal")
-        self.LocalDate = J("java.time.LocalDate")
-        self.SqlDate = J("java.sql.Date")
-        self.JLong, self.JInt, self.JShort, self.JByte = jpype.JLong, jpype.JInt, jpype.JShort, jpype.JByte
-        self.JFloat, self.JDouble, self.JBoolean = jpype.JFloat, jpype.JDouble, jpype.JBoolean
-        self.Long, self.Integer = J("java.lang.Long"), J("java.lang.Integer")
-        self.Short, self.Byte = J("java.lang.Short"), J("java.lang.Byte")
-        self.Float, self.Double, self.Boolean = J("java.lang.Float"), J("java.lang.Double"), J("java.lang.Boolean")
-        self.String = J("java.lang.String")
-        self.ByteArray = jpype.JArray(jpype.JByte)
-        self.PartialRow = J("org.apache.kudu.client.PartialRow")
-        add_var_length = self.PartialRow.class_.getDeclaredMethod(
-            "addVarLengthData", jpype.JInt.class_, self.ByteArray.class_
-        )
-        add_var_length.setAccessible(True)
-        self._add_var_length = add_var_length
-
-    def add_var_length_data(self, row: Any, index: Any, data: Any) -> None:
-        """``PartialRow.addVarLengthData`` (private): set a STRING/VARCHAR/BINARY cell to ``data`` as is."""
-        self._add_var_length.invoke(row, index, data)
-
-
-_TYPES: _Types | None = None
-
-
-def _types(jars: str | Sequence[str] | None = None) -> _Types:
-    global _TYPES
-    if _TYPES is None:
-        _TYPES = _Types(start_jvm(jars))
-    return _TYPES
-
-
-_EPOCH = dt.date(1970, 1, 1)
-_EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_MICRO = dt.timedelta(microseconds=1)
-
-
-def timestamp_micros(value: Any) -> int:
-    """UTC microseconds since the epoch of an ``int`` (already micros) or a ``datetime``: an aware one is its
-    instant, a naive one its wall clock taken as UTC. Exact integer arithmetic; the process's time zone is never
-    consulted (a local-time conversion shifts values at DST changes and depends on the host)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, dt.datetime):
-        aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.timezone.utc)
-        return (aware - _EPOCH_UTC) // _MICRO
-    raise TypeError(f"expected a datetime or microseconds, got {type(value).__name__}")
-
-
-def datetime_from_micros(micros: int) -> dt.datetime:
-    """The aware UTC ``datetime`` of UTC microseconds since the epoch (exact, any process time zone)."""
-    return _EPOCH_UTC + dt.timedelta(microseconds=micros)
 
 
 @dataclass(frozen=True)
@@ -285,19 +75,6 @@ class ColumnSpec:
     precision: int | None = None
     scale: int | None = None
     length: int | None = None
-
-
-@dataclass
-class _Column:
-    name: str
-    index: int
-    type: str  # Kudu type name, upper case: INT64, STRING, ...
-    nullable: bool
-    key: bool
-    scale: int = 0
-    schema: Any = field(default=None, repr=False)
-    precision: int = 38  # DECIMAL
-    length: int | None = None  # VARCHAR: the most characters (code points) a value may have
 
 
 # -------------------------------------------------------------------------------------------- client
@@ -329,7 +106,7 @@ class KuduClient:
 
     def __init__(self, masters: str, jars: str | Sequence[str] | None = None, timeout_ms: int = 30_000) -> None:
         self.masters = masters
-        self._t = _types(jars)
+        self._t = java_types(jars)
         builder = self._t.KuduClientBuilder(masters)
         builder.defaultAdminOperationTimeoutMs(timeout_ms)
         builder.defaultOperationTimeoutMs(timeout_ms)
@@ -342,9 +119,9 @@ class KuduClient:
         try:
             return fn(*args)
         except self._t.KuduException as exc:
-            error = _kudu_error(what, exc)
+            error = kudu_error(what, exc)
             if error.transient and "leader" in str(error).lower():
-                raise UnreachableError(f"Kudu masters {self.masters}: {what}: {_java_error(exc)}") from None
+                raise UnreachableError(f"Kudu masters {self.masters}: {what}: {java_error(exc)}") from None
             raise error from None
 
     def table_exists(self, name: str) -> bool:
@@ -404,18 +181,18 @@ class KuduClient:
                 row = schema.newPartialRow()
                 for col_name, value in zip(range_columns, split, strict=True):
                     c = by_name[col_name]
-                    probe = _Column(
+                    probe = Column(
                         c.name, schema.getColumnIndex(c.name), c.type.upper(), False, True, c.scale or 0,
                         precision=c.precision or 18, length=c.length or 65535,
                     )  # fmt: skip
-                    _set_cell(t, row, probe, value)
+                    set_cell(t, row, probe, value)
                 opts.addSplitRow(row)
         _attach()
         try:
             self._java.createTable(name, schema, opts)
         except t.KuduException as exc:
-            if not (ignore_existing and "already exists" in _java_error(exc).lower()):
-                raise _kudu_error(f"creating table {name!r}", exc) from None
+            if not (ignore_existing and "already exists" in java_error(exc).lower()):
+                raise kudu_error(f"creating table {name!r}", exc) from None
         with self._lock:
             self._tables.pop(name, None)
         return self.table(name)
@@ -436,223 +213,16 @@ class KuduClient:
 
 
 def _attach() -> None:
-    jpype = _types().jpype
+    jpype = java_types().jpype
     if not jpype.java.lang.Thread.isAttached():
         jpype.java.lang.Thread.attach()
 
 
-def _jlist(t: _Types, items: Iterable[Any]) -> Any:
+def _jlist(t: JavaTypes, items: Iterable[Any]) -> Any:
     out = t.ArrayList()
     for item in items:
         out.add(item)
     return out
-
-
-# ----------------------------------------------------------------------------------------- cells
-
-
-#: Widths of Kudu's integer types: a value outside their range is refused, never wrapped.
-_INT_BITS = {"INT8": 8, "INT16": 16, "INT32": 32, "INT64": 64}
-
-
-def _set_cell(t: _Types, row: Any, col: _Column, value: Any) -> None:
-    """Write ``value`` into column ``col`` of a Java ``PartialRow`` (None = NULL)."""
-    i = col.index
-    if value is None:
-        if not col.nullable:
-            raise BadRecordError(f"column {col.name!r} is NOT NULL in Kudu but the row has NULL there")
-        row.setNull(i)
-        return
-    ty = col.type
-    bits = _INT_BITS.get(ty)
-    if bits is not None and not isinstance(value, bool) and isinstance(value, int):
-        low, high = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-        if not low <= value <= high:  # JPype would wrap it silently (2**40 into an INT32 stores 0)
-            raise BadRecordError(
-                f"value {value!r} does not fit Kudu column {col.name!r} ({ty}): outside [{low}, {high}]"
-            )
-    try:
-        if ty == "INT64":
-            row.addLong(i, t.JLong(value))
-        elif ty == "STRING":
-            row.addString(i, str(value))
-        elif ty == "INT32":
-            row.addInt(i, t.JInt(value))
-        elif ty == "DOUBLE":
-            row.addDouble(i, t.JDouble(value))
-        elif ty == "UNIXTIME_MICROS":
-            row.addLong(i, t.JLong(timestamp_micros(value)))
-        elif ty == "BOOL":
-            row.addBoolean(i, t.JBoolean(bool(value)))
-        elif ty == "INT16":
-            row.addShort(i, t.JShort(value))
-        elif ty == "INT8":
-            row.addByte(i, t.JByte(value))
-        elif ty == "FLOAT":
-            row.addFloat(i, t.JFloat(value))
-        elif ty == "BINARY":
-            row.addBinary(i, t.ByteArray(bytes(value)))
-        elif ty == "DECIMAL":
-            row.addDecimal(i, t.BigDecimal(str(_decimal(value, col))))
-        elif ty == "VARCHAR":
-            text = value if isinstance(value, str) else str(value)
-            if col.length is not None and len(text) > col.length:  # Kudu would truncate it, without a word
-                raise BadRecordError(
-                    f"value {_shown(text)} ({len(text)} characters) is longer than Kudu column {col.name!r} "
-                    f"VARCHAR({col.length}) allows: shorten it, or widen the column"
-                )
-            if col.length is None or len(text.encode("utf-16-le")) <= 2 * col.length:
-                row.addVarchar(i, text)
-            else:  # addVarchar cuts at n UTF-16 units, splitting surrogate pairs: n characters above U+FFFF do not
-                # pass it whole. The length was checked above in code points, as Kudu counts it.
-                t.add_var_length_data(row, t.JInt(i), t.ByteArray(text.encode("utf-8")))
-        elif ty == "DATE":
-            days = (value - _EPOCH).days if isinstance(value, dt.date) else int(value)
-            row.addDate(i, t.SqlDate.valueOf(t.LocalDate.ofEpochDay(days)))
-        else:  # pragma: no cover - a type added to Kudu after 1.18
-            raise BadRecordError(f"column {col.name!r} has Kudu type {ty}, which spyt-queue does not map")
-    except (TypeError, OverflowError, ValueError, decimal.InvalidOperation) as exc:
-        raise BadRecordError(
-            f"value {_shown(value)} does not fit Kudu column {col.name!r} ({_type_name(col)}): {exc}"
-        ) from None
-    except t.jpype.JException as exc:
-        raise BadRecordError(
-            f"value {_shown(value)} does not fit Kudu column {col.name!r} ({_type_name(col)}): {_java_error(exc)}"
-        ) from None
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` for an error message, cut after ``limit`` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}...({len(text)} characters of repr)"
-
-
-def _type_name(col: _Column) -> str:
-    """``INT32``, ``DECIMAL(38, 2)``, ``VARCHAR(5)``: a column's type for messages."""
-    if col.type == "DECIMAL":
-        return f"DECIMAL({col.precision}, {col.scale})"
-    if col.type == "VARCHAR" and col.length is not None:
-        return f"VARCHAR({col.length})"
-    return col.type
-
-
-def _cell_writer(t: _Types, col: _Column) -> Callable[[Any, Any], None]:
-    """A writer of column ``col``'s cells into a Java ``PartialRow``: the column's common Python type (``int`` for
-    INT64/INT32 within range, ``str`` for STRING, ``float`` for DOUBLE, ``bool`` for BOOL) goes straight to Kudu;
-    anything else (None, another type, a value out of range, a failed call) goes through :func:`_set_cell`, which
-    checks it and names the fault. The sink writes every cell through one of these."""
-    i, ty = col.index, col.type
-
-    def checked(row: Any, value: Any) -> None:
-        _set_cell(t, row, col, value)
-
-    if ty == "INT64" or ty == "INT32":
-        box, low, high = (t.JLong, -(1 << 63), (1 << 63) - 1) if ty == "INT64" else (t.JInt, -(1 << 31), (1 << 31) - 1)
-        add = t.PartialRow.addLong if ty == "INT64" else t.PartialRow.addInt  # unbound: no method lookup per cell
-
-        def write_int(row: Any, value: Any) -> None:
-            if type(value) is int and low <= value <= high:
-                try:
-                    add(row, i, box(value))
-                    return
-                except Exception:  # the checked path below names the fault
-                    pass
-            checked(row, value)
-
-        return write_int
-    p = t.PartialRow
-    fast = {"STRING": (str, p.addString, None), "DOUBLE": (float, p.addDouble, t.JDouble),
-            "BOOL": (bool, p.addBoolean, t.JBoolean)}.get(ty)  # fmt: skip
-    if fast is None:
-        return checked
-    kind, method, boxer = fast
-
-    def write(row: Any, value: Any) -> None:
-        if type(value) is kind:
-            try:
-                method(row, i, value if boxer is None else boxer(value))
-                return
-            except Exception:  # the checked path below names the fault
-                pass
-        checked(row, value)
-
-    return write
-
-
-def _decimal(value: Any, col: _Column) -> decimal.Decimal:
-    """``value`` as a Decimal with exactly the column's scale; a value the column cannot hold exactly (more decimal
-    places than its scale, more integer digits than precision - scale) is a ValueError. Computed in a local context
-    wide enough for any value that fits (the process's context, 28 digits by default, is neither used nor changed)."""
-    d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
-    if not d.is_finite():
-        raise ValueError("not a finite number")
-    integer_digits = max(d.adjusted() + 1, 0)
-    if integer_digits > col.precision - col.scale:
-        raise ValueError(
-            f"{integer_digits} digits before the point, the column holds {col.precision - col.scale} "
-            f"(DECIMAL({col.precision}, {col.scale}))"
-        )
-    context = decimal.Context(prec=col.precision + 2, traps=[decimal.InvalidOperation])
-    q = d.quantize(decimal.Decimal(1).scaleb(-col.scale, context=context), context=context)
-    if q != d:  # Decimal comparison is exact
-        raise ValueError(f"more than {col.scale} decimal places")
-    return q
-
-
-def _get_cell(t: _Types, res: Any, col: _Column) -> Any:
-    """Read column ``col`` of a Java ``RowResult`` (None for NULL)."""
-    i = col.index
-    if col.nullable and res.isNull(i):
-        return None
-    ty = col.type
-    if ty in ("INT64", "INT32", "INT16", "INT8"):
-        return int({"INT64": res.getLong, "INT32": res.getInt, "INT16": res.getShort, "INT8": res.getByte}[ty](i))
-    if ty == "STRING":
-        return str(res.getString(i))
-    if ty == "UNIXTIME_MICROS":
-        return datetime_from_micros(int(res.getLong(i)))
-    if ty in ("DOUBLE", "FLOAT"):
-        return float(res.getDouble(i) if ty == "DOUBLE" else res.getFloat(i))
-    if ty == "BOOL":
-        return bool(res.getBoolean(i))
-    if ty == "BINARY":
-        return bytes(res.getBinaryCopy(i))
-    if ty == "DECIMAL":
-        return decimal.Decimal(str(res.getDecimal(i).toPlainString()))
-    if ty == "VARCHAR":
-        return str(res.getVarchar(i))
-    if ty == "DATE":
-        return _EPOCH + dt.timedelta(days=int(res.getDate(i).toLocalDate().toEpochDay()))
-    raise BadRecordError(f"column {col.name!r} has Kudu type {ty}, which spyt-queue does not map")  # pragma: no cover
-
-
-def _boxed(t: _Types, col: _Column, value: Any) -> Any:
-    """A boxed Java value for a predicate on ``col`` (the Java client's in-list takes boxed values)."""
-    ty = col.type
-    if ty in ("INT64", "UNIXTIME_MICROS"):
-        return t.Long(t.JLong(timestamp_micros(value) if ty == "UNIXTIME_MICROS" else value))
-    if ty == "INT32":
-        return t.Integer(t.JInt(value))
-    if ty == "INT16":
-        return t.Short(t.JShort(value))
-    if ty == "INT8":
-        return t.Byte(t.JByte(value))
-    if ty in ("STRING", "VARCHAR"):
-        return t.String(str(value))
-    if ty == "BOOL":
-        return t.Boolean(t.JBoolean(bool(value)))
-    if ty == "DOUBLE":
-        return t.Double(t.JDouble(value))
-    if ty == "FLOAT":
-        return t.Float(t.JFloat(value))
-    if ty == "BINARY":
-        return t.ByteArray(bytes(value))
-    if ty == "DECIMAL":
-        return t.BigDecimal(str(_decimal(value, col)))
-    if ty == "DATE":
-        days = (value - _EPOCH).days if isinstance(value, dt.date) else int(value)
-        return t.SqlDate.valueOf(t.LocalDate.ofEpochDay(days))
-    raise BadRecordError(f"no predicate for Kudu type {ty} (column {col.name!r})")  # pragma: no cover
 
 
 # --------------------------------------------------------------------------------------------- table
@@ -667,7 +237,7 @@ class KuduTable:
         self._java = java_table
         self.name = str(java_table.getName())
         schema = java_table.getSchema()
-        self.columns: list[_Column] = []
+        self.columns: list[Column] = []
         for i, cs in enumerate(schema.getColumns()):
             attrs = cs.getTypeAttributes()
             scale = int(attrs.getScale()) if attrs is not None and attrs.hasScale() else 0
@@ -675,11 +245,11 @@ class KuduTable:
             length = int(attrs.getLength()) if attrs is not None and attrs.hasLength() else None
             name, ty = str(cs.getName()), str(cs.getType().name())
             nullable, key = bool(cs.isNullable()), bool(cs.isKey())
-            self.columns.append(_Column(name, i, ty, nullable, key, scale, cs, precision, length))
+            self.columns.append(Column(name, i, ty, nullable, key, scale, cs, precision, length))
         self.by_name = {c.name: c for c in self.columns}
         self.primary_key = [c.name for c in self.columns if c.key]
-        self.writers = {c.name: _cell_writer(self._t, c) for c in self.columns}
-        """Column name -> the writer of its cells (:func:`_cell_writer`)."""
+        self.writers = {c.name: cell_writer(self._t, c) for c in self.columns}
+        """Column name -> the writer of its cells (:func:`cell_writer`)."""
 
     @property
     def column_names(self) -> list[str]:
@@ -690,7 +260,7 @@ class KuduTable:
         """Column name -> Kudu type name (``INT64``, ``STRING``, ``UNIXTIME_MICROS``...)."""
         return {c.name: c.type for c in self.columns}
 
-    def _col(self, name: str) -> _Column:
+    def _col(self, name: str) -> Column:
         try:
             return self.by_name[name]
         except KeyError:
@@ -719,20 +289,20 @@ class KuduTable:
             if value is None:
                 builder.addPredicate(t.KuduPredicate.newIsNullPredicate(c.schema))
             else:
-                builder.addPredicate(t.KuduPredicate.newInListPredicate(c.schema, _jlist(t, [_boxed(t, c, value)])))
+                builder.addPredicate(t.KuduPredicate.newInListPredicate(c.schema, _jlist(t, [boxed(t, c, value)])))
         for name, values in (in_lists or {}).items():
             c = self._col(name)
             builder.addPredicate(
-                t.KuduPredicate.newInListPredicate(c.schema, _jlist(t, [_boxed(t, c, v) for v in values]))
+                t.KuduPredicate.newInListPredicate(c.schema, _jlist(t, [boxed(t, c, v) for v in values]))
             )
         for name, value in (at_least or {}).items():
             c = self._col(name)
             builder.addPredicate(
-                t.KuduPredicate.newComparisonPredicate(c.schema, t.ComparisonOp.GREATER_EQUAL, _boxed(t, c, value))
+                t.KuduPredicate.newComparisonPredicate(c.schema, t.ComparisonOp.GREATER_EQUAL, boxed(t, c, value))
             )
         # Result columns are indexed by projection position.
         out_cols = [
-            _Column(c.name, i, c.type, c.nullable, c.key, c.scale, precision=c.precision, length=c.length)
+            Column(c.name, i, c.type, c.nullable, c.key, c.scale, precision=c.precision, length=c.length)
             for i, c in enumerate(proj)
         ]
         rows: list[dict[str, Any]] = []
@@ -742,10 +312,10 @@ class KuduTable:
                 it = scanner.nextRows()
                 while it.hasNext():
                     res = it.next()
-                    rows.append({c.name: _get_cell(t, res, c) for c in out_cols})
+                    rows.append({c.name: get_cell(t, res, c) for c in out_cols})
             scanner.close()
         except t.KuduException as exc:
-            raise _kudu_error(f"scan of table {self.name!r}", exc) from None
+            raise kudu_error(f"scan of table {self.name!r}", exc) from None
         return rows
 
     def rows_for_keys(
@@ -831,7 +401,7 @@ class WriteSession:
         try:
             self._send(op)
         except self._t.KuduException as exc:
-            raise _kudu_error(f"apply on table {self.table.name!r}", exc) from None
+            raise kudu_error(f"apply on table {self.table.name!r}", exc) from None
         self.applied += 1
         if self._tracked is not None:
             self._tracked.append((op, mutation))
@@ -862,7 +432,7 @@ class WriteSession:
         try:
             self._java.flush()
         except self._t.KuduException as exc:
-            raise _kudu_error(f"flush on table {self.table.name!r}", exc) from None
+            raise kudu_error(f"flush on table {self.table.name!r}", exc) from None
         if self._java.countPendingErrors() == 0:
             return
         pending = self._java.getPendingErrors()
@@ -907,7 +477,7 @@ def _row_error(e: Any) -> RowError:
         message=str(status.toString()),
         already_present=bool(status.isAlreadyPresent()),
         not_found=bool(status.isNotFound()),
-        transient=_status_transient(status),
+        transient=status_transient(status),
     )
 
 
