@@ -520,8 +520,11 @@ def status(
     offsets = None
     store_group = ""
     if not is_native(store):
-        scheme, _, rest = store.partition("://")
-        check_endpoints(scheme.lower(), rest.partition("?")[0].partition("/")[0], "--store")
+        from spyt_queue.redaction import split_uri
+
+        parts = split_uri(store)
+        assert parts is not None  # check_uri passed
+        check_endpoints(parts.scheme.lower(), parts.hosts, "--store")
         store_group = offsets_group or group or group_default or consumer or "spyt-queue"
         offsets = open_store(store, backend.source_id, store_group, credentials)
         title = f"{topic if bootstrap_servers else queue} via {offsets.describe()}"

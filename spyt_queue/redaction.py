@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 #: Spark's default ``spark.redaction.regex``: option names (and values) matching it are redacted.
@@ -31,27 +32,71 @@ def is_secret_name(name: str) -> bool:
     return bool(SPARK_REDACTION_PATTERN.search(str(name)))
 
 
+#: Query parameters of the store URIs (``?acl=...&layout=...``): an ``@`` after ``?name=`` or ``&name=`` of one of
+#: them belongs to the parameter's value (a ZooKeeper ``sasl:spyt@REALM`` ACL), not to user information.
+URI_PARAMETERS = ("acl", "layout", "timeout", "keep", "family", "create", "transport", "protocol", "buckets")
+_PARAMETER_START = re.compile(r"[?&](?:" + "|".join(URI_PARAMETERS) + r")=")
+
+
+@dataclass(frozen=True)
+class UriParts:
+    """A URI split as its user meant it: ``scheme://[userinfo@]hosts[/path][?query]``.
+
+    ``userinfo`` is None when the URI has none, else everything between ``://`` and the *last* ``@`` before the
+    query parameters, so a password holding an unencoded ``?``, ``#``, ``@``, ``/``, ``%`` or space stays whole
+    (``zookeeper://alice:Xy7?k2Lq@zk/spyt`` has the user information ``alice:Xy7?k2Lq``, not the query
+    ``k2Lq@zk/spyt``). ``hosts`` runs to the first ``/`` or ``?`` after it; ``path`` (without its leading ``/``)
+    to the first ``?``; ``slash`` and ``question`` say whether a path and a query were given."""
+
+    scheme: str
+    userinfo: str | None
+    hosts: str
+    slash: bool
+    path: str
+    query: str
+    question: bool = False
+
+    @property
+    def has_password(self) -> bool:
+        """Whether the user information holds a password (``user:password``)."""
+        return self.userinfo is not None and ":" in self.userinfo
+
+
+def split_uri(uri: str) -> UriParts | None:
+    """``uri`` split by :class:`UriParts`, or None when it has no ``scheme://``."""
+    scheme, sep, rest = str(uri).partition("://")
+    if not sep:
+        return None
+    parameter = _PARAMETER_START.search(rest)
+    at = rest.rfind("@", 0, parameter.start() if parameter else len(rest))
+    userinfo = rest[:at] if at >= 0 else None
+    rest = rest[at + 1 :]
+    rest, question, query = rest.partition("?")
+    hosts, slash, path = rest.partition("/")
+    return UriParts(scheme, userinfo, hosts, bool(slash), path, query, bool(question))
+
+
 def mask_uri(uri: str) -> str:
     """``uri`` with the password of its user information (``user:password@``) replaced by ``***``, and the values
     of query parameters whose names Spark redacts (``?token=...``) too; other text is returned unchanged.
 
-    The user information is everything between ``://`` and the last ``@`` before the query, so a password holding
-    an unencoded ``/`` or ``@`` is masked whole as well."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
+    The user information is split off as :func:`split_uri` does (up to the last ``@``), so a password holding an
+    unencoded ``?``, ``#``, ``/``, ``@``, ``%`` or a space is masked whole as well."""
+    parts = split_uri(uri)
+    if parts is None:
         return uri
-    head, question, query = rest.partition("?")
-    userinfo, at, tail = head.rpartition("@")
-    if at:
-        user, colon, _ = userinfo.partition(":")
-        head = (f"{user}:{MASK}" if colon and "/" not in user else MASK) + "@" + tail
-    if question:
-        pairs = []
-        for pair in query.split("&"):
-            name, equals, _ = pair.partition("=")
-            pairs.append(f"{name}={MASK}" if equals and is_secret_name(name) else pair)
-        query = "&".join(pairs)
-    return f"{scheme}://{head}{question}{query}"
+    head = parts.hosts + ("/" + parts.path if parts.slash else "")
+    if parts.userinfo is not None:
+        user, colon, _ = parts.userinfo.partition(":")
+        shown_user = f"{user}:{MASK}" if colon and not any(c in user for c in "/?#@ ") else MASK
+        head = f"{shown_user}@{head}"
+    if not parts.question:
+        return f"{parts.scheme}://{head}"
+    pairs = []
+    for pair in parts.query.split("&"):
+        name, equals, _ = pair.partition("=")
+        pairs.append(f"{name}={MASK}" if equals and is_secret_name(name) else pair)
+    return f"{parts.scheme}://{head}?{'&'.join(pairs)}"
 
 
 def shown(option: str, value: Any) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from spyt_queue.errors import ConsumerConflictError, OptionError
-from spyt_queue.redaction import shown
+from spyt_queue.redaction import shown, split_uri
 from spyt_queue.stores.base import ConnectedStore
 
 #: Old commits are pruned every this many commits.
@@ -123,6 +123,6 @@ def uri_flag(option: str, name: str, value: str) -> bool:
 def refuse_credentials(option: str, uri: str, why: str) -> None:
     """Refuse ``user[:password]@`` in the URI of a store that takes no credentials, saying ``why`` (the URI is
     shown with its password masked)."""
-    head = uri.partition("://")[2].partition("?")[0]
-    if "@" in head.partition("/")[0]:
+    parts = split_uri(uri)
+    if parts is not None and parts.userinfo is not None:
         raise OptionError(option, f"{shown(option, uri)}: this store takes no credentials; {why}")

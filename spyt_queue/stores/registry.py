@@ -19,7 +19,7 @@ from types import ModuleType
 
 from spyt_queue.errors import OptionError
 from spyt_queue.options import Option
-from spyt_queue.redaction import shown
+from spyt_queue.redaction import shown, split_uri
 from spyt_queue.stores.base import OffsetStore
 
 OPTION = "offsets.store"
@@ -63,12 +63,10 @@ class StoreCredentials:
 
 
 def uri_password(uri: str | None) -> bool:
-    """Whether ``uri`` holds a password in its user information (``scheme://user:password@host``)."""
-    if not uri or "://" not in uri:
-        return False
-    netloc = uri.partition("://")[2].partition("?")[0].partition("/")[0]
-    userinfo, at, _ = netloc.rpartition("@")
-    return bool(at) and ":" in userinfo
+    """Whether ``uri`` holds a password in its user information (``scheme://user:password@host``), the user
+    information split off as :func:`~spyt_queue.redaction.split_uri` does (a password may hold ``?``, ``/``, ``@``)."""
+    parts = split_uri(uri) if uri else None
+    return parts is not None and parts.has_password
 
 
 def _credentials(module: ModuleType, uri: str, credentials: StoreCredentials | None) -> dict[str, str | None]:

@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 from urllib.parse import quote, unquote
 
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError
-from spyt_queue.redaction import RedactingLogger, shown
+from spyt_queue.redaction import RedactingLogger, shown, split_uri
 from spyt_queue.stores.base import ConnectedStore
 
 __all__ = ["DEFAULT_ROOT", "ZooKeeperStore", "decode_component", "encode_component", "from_uri"]
@@ -404,12 +404,10 @@ def parse_uri(uri: str, user: str | None = None, password: str | None = None) ->
     """The :class:`ZooKeeperStore` keyword arguments (``hosts``, ``root``, ``layout``, ``acl``, ``auth``,
     ``timeout``) of a ``zookeeper://`` URI, with the credentials ``user`` and ``password`` (the
     ``offsets.store.user``/``offsets.store.password`` options) when the URI holds none. Messages mask the password."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep or scheme.lower() != SCHEME:
+    parts = split_uri(uri)
+    if parts is None or parts.scheme.lower() != SCHEME:
         raise OptionError(OPTION, f"expected 'zookeeper://host:port/root/path', got {shown(OPTION, uri)}")
-    rest, _, query = rest.partition("?")
-    netloc, slash, path = rest.partition("/")
-    userinfo, at, hostlist = netloc.rpartition("@")
+    userinfo, hostlist, slash, path, query = parts.userinfo, parts.hosts, parts.slash, parts.path, parts.query
     if not hostlist:
         raise OptionError(OPTION, f"no ZooKeeper host in {shown(OPTION, uri)}")
     hosts = []
@@ -422,7 +420,7 @@ def parse_uri(uri: str, user: str | None = None, password: str | None = None) ->
                 "'@' and ':' in a user or password)",
             )
         hosts.append(f"{name}:{port or DEFAULT_PORT}")
-    auth = _digest(userinfo if at else None, user, password)
+    auth = _digest(userinfo, user, password)
     params: dict[str, list[str]] = {}
     for pair in filter(None, query.split("&")):
         name, _, value = pair.partition("=")

@@ -8,7 +8,15 @@ import pytest
 
 from spyt_queue.errors import OptionError
 from spyt_queue.options import Options
-from spyt_queue.redaction import REDACTED, RedactingLogger, is_secret_name, mask_uri, redact_mapping, shown
+from spyt_queue.redaction import (
+    REDACTED,
+    RedactingLogger,
+    is_secret_name,
+    mask_uri,
+    redact_mapping,
+    shown,
+    split_uri,
+)
 from spyt_queue.stores.registry import StoreCredentials, check_uri, uri_password
 
 TOKEN = "y0_AgAAAAB3kQ9zAATuwQAAAAEN7rTbAAD5Xq2Lm4vPs8RdHj1ZcW"
@@ -76,3 +84,24 @@ def test_store_credentials() -> None:
         check_uri("zookeeper://zk/a", StoreCredentials(None, "zkpw9876"))
     with pytest.raises(OptionError, match="only a store URI"):
         check_uri("consumer", StoreCredentials("alice", "zkpw9876"))
+
+
+@pytest.mark.parametrize("password", ["Xy7?k2Lq", "Xy7#k2Lq", "Xy7@k2Lq", "Xy7/k2Lq", "Xy7%k2Lq", "Xy7 k2Lq"])
+@pytest.mark.parametrize("scheme", ["zookeeper", "hbase", "kudu"])
+def test_a_password_holding_uri_characters_is_split_off_whole(scheme: str, password: str) -> None:
+    """``zookeeper://alice:Xy7?k2Lq@zk/spyt``: the user meant the password ``Xy7?k2Lq``, not the query
+    ``k2Lq@zk/spyt``; masked whole, detected as a password, and the parameters after the path still parsed."""
+    uri = f"{scheme}://alice:{password}@zk:2181/spyt?keep=3"
+    parts = split_uri(uri)
+    assert parts is not None and parts.userinfo == f"alice:{password}" and parts.has_password
+    assert (parts.hosts, parts.path, parts.query) == ("zk:2181", "spyt", "keep=3")
+    assert mask_uri(uri) == f"{scheme}://alice:***@zk:2181/spyt?keep=3"
+    assert uri_password(uri)
+
+
+def test_an_at_sign_in_a_store_parameter_is_no_user_information() -> None:
+    """A ZooKeeper SASL ACL (``sasl:spyt@REALM``) keeps its ``@``: the URI has no user information."""
+    uri = "zookeeper://zk:2181/spyt?acl=sasl:spyt@EXAMPLE.COM:cdrwa"
+    parts = split_uri(uri)
+    assert parts is not None and parts.userinfo is None and parts.query == "acl=sasl:spyt@EXAMPLE.COM:cdrwa"
+    assert mask_uri(uri) == uri and not uri_password(uri)

@@ -192,7 +192,6 @@ def test_zookeeper_uri_userinfo_is_masked_in_every_message(spark, zookeeper, yt_
 
     for name, uri in {
         "no_host": f"zookeeper://alice:{ZK_PASSWORD}@/spyt",
-        "slash_in_password": f"zookeeper://alice:{ZK_PASSWORD}/x@zk/spyt",
         "both_passwords": secret_uri,
     }.items():
         with pytest.raises(OptionError) as raised:
