@@ -23,7 +23,7 @@ from integration.kudu import KuduCluster
 from spyt_queue.sinks.kudu.client import ColumnSpec, get_client, start_jvm
 from spyt_queue.sinks.kudu.mutations import Mutation
 from spyt_queue.sinks.kudu.planners import planner_from_options
-from spyt_queue.sinks.kudu.sink import KuduSinkConfig, write_task
+from spyt_queue.sinks.kudu.sink import KuduWriteTask, write_task
 
 COLUMNS = [ColumnSpec("id", "int64", key=True), ColumnSpec("ts", "int64"), ColumnSpec("v", "string")]
 HISTORY_COLUMNS = [
@@ -67,7 +67,7 @@ def raw_loop(client, table_name: str, rows: int) -> float:
 
 
 def sink_task(client, table_name: str, options: dict[str, str], rows: int, ts: int = 1) -> float:
-    config = KuduSinkConfig(client.masters, table_name, planner_from_options(options))
+    config = KuduWriteTask(client.masters, table_name, planner_from_options(options))
     client.table(table_name)  # opened before timing, as in the raw loop (a query's tasks find it cached)
     t0 = time.perf_counter()
     write_task(config, [batch(range(rows), ts)])
@@ -124,7 +124,7 @@ def main() -> int:
                     for i in range(args.keys)
                 )  # fmt: skip
             client.table(table).apply(versions)
-            config = KuduSinkConfig(client.masters, table, planner_from_options(hist))
+            config = KuduWriteTask(client.masters, table, planner_from_options(hist))
             t0 = time.perf_counter()
             write_task(config, [batch(range(args.keys), depth * 10)])
             per_key = (time.perf_counter() - t0) / args.keys * 1e6

@@ -75,8 +75,8 @@ from .planners import PLANNERS, HistoryPlanner, LatestPlanner, Planner, group_ro
 __all__ = [
     "FORMAT",
     "KUDU_SINK_OPTIONS",
-    "KuduSinkConfig",
     "KuduWriteCommit",
+    "KuduWriteTask",
     "by_key",
     "check_one_task_per_key",
     "kudu_batch_writer",
@@ -175,7 +175,7 @@ def by_key(df: Any, key_columns: Sequence[str]) -> Any:
 
 
 @dataclass(frozen=True)
-class KuduSinkConfig(WriteTask):
+class KuduWriteTask(WriteTask):
     """The Kudu sink's task, picklable: where to write, how to plan, whether to report keys. Its tasks plan and
     apply their keys (:func:`write_task`); the driver refuses a batch whose key was planned by two tasks."""
 
@@ -254,7 +254,7 @@ def _batch_time() -> dt.datetime:
     return dt.datetime.now(_UTC)
 
 
-def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any = None) -> KuduWriteCommit:
+def write_task(config: KuduWriteTask, batches: Iterable[pa.RecordBatch], now: Any = None) -> KuduWriteCommit:
     """Plan and apply one task's rows (runs on an executor); raises on any refused row (with ``deadLetter.*``: see
     :func:`_write_diverting`). The cyclic garbage collector is paused for the task (:func:`gc_paused`): its row
     dicts and mutations are freed by reference counting."""
@@ -262,7 +262,7 @@ def write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: A
         return _write_task(config, batches, now)
 
 
-def _write_task(config: KuduSinkConfig, batches: Iterable[pa.RecordBatch], now: Any) -> KuduWriteCommit:
+def _write_task(config: KuduWriteTask, batches: Iterable[pa.RecordBatch], now: Any) -> KuduWriteCommit:
 
     rows = _rows(batches, config.timestamp_columns)
     if config.dead_letters is not None:
@@ -307,7 +307,7 @@ def _split_deletes(mutations: list[Mutation]) -> tuple[list[Mutation], list[Muta
     return [m for m in mutations if m.kind is not MutationKind.DELETE], deletes
 
 
-def _existing(config: KuduSinkConfig, table: Any, keys: Mapping[Key, None]) -> tuple[list[dict[str, Any]], int]:
+def _existing(config: KuduWriteTask, table: Any, keys: Mapping[Key, None]) -> tuple[list[dict[str, Any]], int]:
     """The stored rows of ``keys`` (when the planner needs them) and how many scans fetched them."""
     if not config.planner.needs_existing or not keys:
         return [], 0
@@ -318,7 +318,7 @@ def _existing(config: KuduSinkConfig, table: Any, keys: Mapping[Key, None]) -> t
     return existing, (len(keys) + config.scan_batch - 1) // config.scan_batch
 
 
-def _repair(config: KuduSinkConfig, table: Any, keys: Iterable[Key], now: Any) -> None:
+def _repair(config: KuduWriteTask, table: Any, keys: Iterable[Key], now: Any) -> None:
     """Make ``keys`` consistent after a flush that refused some of their mutations and applied the others (the
     ``history`` planner: the UPDATE closing the current version applied, the INSERT of the new one refused, left
     the key with no current version). Rescans the keys and applies :meth:`Planner.repair`; a refusal of the repair
@@ -333,7 +333,7 @@ def _repair(config: KuduSinkConfig, table: Any, keys: Iterable[Key], now: Any) -
         table.apply(mutations)
 
 
-def _repair_after_refusal(config: KuduSinkConfig, table: Any, keys: Iterable[Key], now: Any, error: Exception) -> None:
+def _repair_after_refusal(config: KuduWriteTask, table: Any, keys: Iterable[Key], now: Any, error: Exception) -> None:
     """:func:`_repair` of every key of a task that stops on ``error``; a failing repair is added to the error's
     notes (the refusal stays the error the user sees, and a replay meets the same refusal and repairs again)."""
     try:
@@ -342,7 +342,7 @@ def _repair_after_refusal(config: KuduSinkConfig, table: Any, keys: Iterable[Key
         error.add_note(f"Kudu sink: could not repair the keys of table {config.table!r} after the refusal: {failed}")
 
 
-def _conflict(config: KuduSinkConfig, error: Any) -> Exception | None:
+def _conflict(config: KuduWriteTask, error: Any) -> Exception | None:
     """The error for a flush whose INSERT met a stored key that the planner had not seen (another task or writer
     planned the key in this batch), naming the fix; None for other refusals."""
 
@@ -358,7 +358,7 @@ def _conflict(config: KuduSinkConfig, error: Any) -> Exception | None:
 
 
 def _write_diverting(
-    config: KuduSinkConfig, rows: list[dict[str, Any]], dead: BoundDeadLetters, now: Any
+    config: KuduWriteTask, rows: list[dict[str, Any]], dead: BoundDeadLetters, now: Any
 ) -> KuduWriteCommit:
     """:func:`write_task` with a dead-letter target. Dead-lettered instead of failing the task: rows with a null
     key column; the rows of a key the planner refuses (``append``: another value under a stored key); a mutation
@@ -433,7 +433,7 @@ def _write_diverting(
 
 
 def _apply_diverting(
-    config: KuduSinkConfig,
+    config: KuduWriteTask,
     session: Any,
     planned: Sequence[tuple[Mutation, tuple[str, int]]],
     origin: Mapping[int, tuple[str, int]],
@@ -535,7 +535,7 @@ def _maintained_columns(planner: Planner, schema: StructType) -> dict[str, str]:
     return out
 
 
-def _create_table(client: Any, options: Options, config: KuduSinkConfig, schema: StructType) -> None:
+def _create_table(client: Any, options: Options, config: KuduWriteTask, schema: StructType) -> None:
 
     planner = config.planner
     primary = list(planner.primary_key)
@@ -590,7 +590,7 @@ def _spec(name: str, kudu_type: str, f: Any, key: bool) -> Any:
     return ColumnSpec(name, kudu_type, key=key, nullable=not key)
 
 
-def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
+def config_from_options(options: Options, schema: StructType) -> KuduWriteTask:
     """Validate the options (no Kudu call) and build the task configuration."""
     check_sink_options(
         options, KUDU_SINK_OPTIONS, "the spyt_kudu sink", source_options=(*YT_SOURCE_OPTIONS, *SUBSCRIPTION_OPTIONS)
@@ -608,7 +608,7 @@ def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
     if isinstance(planner, (LatestPlanner, HistoryPlanner)) and planner.event_time not in names:
         raise OptionError("planner.event_time", f"{planner.event_time!r} is not a column of the stream ({names})")
     timestamps = tuple(f.name for f in schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType)))
-    return KuduSinkConfig(
+    return KuduWriteTask(
         masters=masters,
         table=table,
         planner=planner,
@@ -620,7 +620,7 @@ def config_from_options(options: Options, schema: StructType) -> KuduSinkConfig:
     )
 
 
-def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) -> KuduSinkConfig:
+def prepare_table(options: Options, config: KuduWriteTask, schema: StructType) -> KuduWriteTask:
     """Create the table when missing and ``create_table=true``, else fail naming it; check the stream's columns and
     the planner's maintained columns exist in it. Returns ``config`` with the ``history`` far-future sentinel fitted
     to the table (:func:`_fit_far_future`)."""
@@ -654,7 +654,7 @@ def prepare_table(options: Options, config: KuduSinkConfig, schema: StructType) 
 _INT_MAX = {"INT8": 2**7 - 1, "INT16": 2**15 - 1, "INT32": 2**31 - 1, "INT64": 2**63 - 1}
 
 
-def _fit_far_future(config: KuduSinkConfig, table: Any, schema: StructType) -> KuduSinkConfig:
+def _fit_far_future(config: KuduWriteTask, table: Any, schema: StructType) -> KuduWriteTask:
     """``history`` with an integer event time: current versions end at the largest value of the effective-to
     column's type (2^31-1 for INT32; the planner's own default, 2^63-1, does not fit it), and a configured
     ``planner.far_future`` that does not fit the column is an :class:`OptionError` naming both. Timestamp and date

@@ -94,7 +94,7 @@ class KafkaWriteCommit(WriterCommitMessage):
     dead_letters: int = 0
 
 
-class KafkaRecordWriter(WriteTask):
+class KafkaWriteTask(WriteTask):
     """The Kafka sink's task: produces the rows of one task and waits until every record is acknowledged. Nothing
     to do on the driver: acknowledged records stay (at-least-once), a replay produces them again."""
 
@@ -306,7 +306,7 @@ def _produce_kwargs(row: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
+def _writer(options: Options, schema: StructType) -> KafkaWriteTask:
     check_sink_options(options, KAFKA_SINK_OPTIONS, KAFKA_SINK_WHAT, source_options=KAFKA_SOURCE_OPTIONS)
     config = options.value(KAFKA_CONFIG)
     if "bootstrap.servers" not in config:
@@ -321,7 +321,7 @@ def _writer(options: Options, schema: StructType) -> KafkaRecordWriter:
     check_kafka_schema(schema, default_topic)
     check_brokers_reachable(config, connect_timeout(options))  # within connect_timeout, naming the brokers
     dead_letters = sink_dead_letters(options, f"kafka:{default_topic or '<topic column>'}")
-    return KafkaRecordWriter(config, default_topic, dead_letters)
+    return KafkaWriteTask(config, default_topic, dead_letters)
 
 
 def kafka_stream_writer(options: Options, schema: StructType) -> SinkStreamWriter:

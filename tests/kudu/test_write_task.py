@@ -12,7 +12,7 @@ from spyt_queue.deadletter import DeadLetter, DeadLetterTarget
 from spyt_queue.sinks.kudu import client as kudu_client
 from spyt_queue.sinks.kudu.client import ColumnSpec, get_client
 from spyt_queue.sinks.kudu.planners import planner_from_options
-from spyt_queue.sinks.kudu.sink import KuduSinkConfig, write_task
+from spyt_queue.sinks.kudu.sink import KuduWriteTask, write_task
 
 
 def test_one_scan_per_key_batch_and_one_flush_per_task(kudu, monkeypatch) -> None:
@@ -35,7 +35,7 @@ def test_one_scan_per_key_batch_and_one_flush_per_task(kudu, monkeypatch) -> Non
     monkeypatch.setattr(kudu_client.WriteSession, "flush", counted_flush)
     options = {"planner": "latest", "planner.key": "id", "planner.event_time": "ts", "planner.last_updated": ""}
     planner = planner_from_options(options)
-    config = KuduSinkConfig(kudu.master_addresses, table, planner, scan_batch=4)
+    config = KuduWriteTask(kudu.master_addresses, table, planner, scan_batch=4)
     ids = [i % 10 for i in range(30)]  # 30 rows, 10 keys
     batch = pa.RecordBatch.from_pydict({"id": ids, "ts": list(range(30)), "v": [str(i) for i in range(30)]})
     result = write_task(config, [batch])
@@ -63,7 +63,7 @@ def test_a_task_runs_with_the_cyclic_collector_paused_and_restores_it(kudu, monk
         return flush(self)
 
     monkeypatch.setattr(kudu_client.WriteSession, "flush", watched_flush)
-    config = KuduSinkConfig(
+    config = KuduWriteTask(
         kudu.master_addresses, table, planner_from_options({"planner": "upsert", "planner.key": "id"})
     )
     assert gc.isenabled()
@@ -121,7 +121,7 @@ def test_a_merged_history_version_is_deleted_only_once_the_row_replacing_it_is_i
                "planner.last_updated": ""}  # fmt: skip
     target = _Letters()
     dead = target.bind(f"kudu:{table}", "sink") if diverting else None
-    config = KuduSinkConfig(kudu.master_addresses, table, planner_from_options(options), dead_letters=dead)
+    config = KuduWriteTask(kudu.master_addresses, table, planner_from_options(options), dead_letters=dead)
     write_task(config, [_history_batch([(1, 20, "A", "small"), (2, 20, "A", "small")])])
     late = _history_batch([(1, 10, "A", "x" * 70_000), (2, 10, "A", "ok")])
     if diverting:

@@ -18,12 +18,12 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from spyt_queue.datasource import YtQueueDataSource
 from spyt_queue.deadletter import BoundDeadLetters
 from spyt_queue.errors import BadRecordError, OptionError
-from spyt_queue.kafka.sink import KafkaRecordWriter, KafkaWriteCommit
+from spyt_queue.kafka.sink import KafkaWriteCommit, KafkaWriteTask
 from spyt_queue.options import Options
 from spyt_queue.sinks.hbase.source import HBaseDataSource
 from spyt_queue.sinks.hbase.writer import HBaseWriteCommit, settings_from_options
 from spyt_queue.sinks.kudu.planners import planner_from_options
-from spyt_queue.sinks.kudu.sink import KuduSinkConfig, KuduWriteCommit
+from spyt_queue.sinks.kudu.sink import KuduWriteCommit, KuduWriteTask
 from spyt_queue.sinks.kudu.source import KuduDataSource
 from spyt_queue.spark.sink_skeleton import SINK_STAGE, SinkBatchWriter, SinkStreamWriter, WriteTask
 from spyt_queue.yt.backend import YtConnection
@@ -53,11 +53,11 @@ def _yt(dead: BoundDeadLetters) -> WriteTask:
 
 
 def _kafka(dead: BoundDeadLetters) -> WriteTask:
-    return KafkaRecordWriter({"bootstrap.servers": "localhost:1"}, "out", dead)
+    return KafkaWriteTask({"bootstrap.servers": "localhost:1"}, "out", dead)
 
 
 def _kudu(dead: BoundDeadLetters) -> WriteTask:
-    return KuduSinkConfig("m:7051", "out", planner_from_options({"planner.key": "k"}), dead_letters=dead)
+    return KuduWriteTask("m:7051", "out", planner_from_options({"planner.key": "k"}), dead_letters=dead)
 
 
 def _hbase(dead: BoundDeadLetters) -> WriteTask:

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from spyt_queue.errors import BadRecordError
 from spyt_queue.kafka import clients
-from spyt_queue.kafka.sink import KafkaRecordWriter
+from spyt_queue.kafka.sink import KafkaWriteTask
 from spyt_queue.yt.admin import column, create_queue, create_sorted_table
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.client import counting_requests
@@ -173,7 +173,7 @@ def test_kafka_sink_asks_for_failure_reports_only_without_dead_letters(kafka_boo
     """Without a dead-letter target, acknowledged records cost no Python callback; a refused record still fails
     the task (tests/yt/test_dead_letter.py: test_kafka_sink_refused_record_stops_the_query_by_default)."""
     topic = Topic(kafka_bootstrap, "unused", 1)
-    writer = KafkaRecordWriter({"bootstrap.servers": kafka_bootstrap, **DEFAULTS}, topic.name)
+    writer = KafkaWriteTask({"bootstrap.servers": kafka_bootstrap, **DEFAULTS}, topic.name)
     batch = pa.RecordBatch.from_pydict({"value": [b"a", b"b"]})
     assert writer.write(iter([batch])).records == 2
     used = clients._key({"bootstrap.servers": kafka_bootstrap, **DEFAULTS, "delivery.report.only.error": True})
