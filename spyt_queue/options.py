@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from spyt_queue.errors import OptionError
-from spyt_queue.redaction import shown
+from spyt_queue.redaction import is_secret_name, mask_uri, shown, split_uri
 
 #: Seconds a source or sink waits for a YTsaurus proxy or Kafka broker to answer at ``load()``/``save()``/
 #: ``start()`` before failing with one line naming the endpoint (the ``connect_timeout`` option).
@@ -212,6 +213,7 @@ class Options:
         (a Kafka option on a YT source) to a sentence saying so. ``known`` holds declared options (their aliases
         and pass-through prefixes count) or plain names.
         """
+        check_shown_values(self._raw)
         known = list(known)
         declared = [entry for entry in known if isinstance(entry, Option)]
         names = [entry for entry in known if isinstance(entry, str)]
@@ -227,6 +229,32 @@ class Options:
         """Options starting with ``prefix``, prefix removed (pass-through configuration)."""
         prefix = prefix.lower()
         return {k[len(prefix) :]: v for k, v in self._raw.items() if k.startswith(prefix)}
+
+
+#: Options with a refusal of their own for a password in a URI value (``offsets.store``: naming the store options).
+OWN_URI_CHECK = ("offsets.store",)
+_URI_START = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def check_shown_values(raw: Mapping[str, str]) -> None:
+    """Refuse option values Spark would print in query plans, the UI and its logs with a secret inside: Spark hides
+    a value only when the option's *name* (or the value) matches ``spark.redaction.regex``, and it does not look
+    inside a URI. A URI with a password (``yt.proxy.http_proxy=http://user:pw@corp:3128``) is refused, naming the
+    option and what to use instead; the message shows the URI masked."""
+    for name, value in raw.items():
+        if is_secret_name(name) or name.lower() in OWN_URI_CHECK:
+            continue
+        text = str(value)
+        start = _URI_START.search(text)
+        parts = split_uri(text[start.start() :]) if start else None
+        if parts is not None and parts.has_password:
+            raise OptionError(
+                name,
+                f"{mask_uri(text[start.start() :])!r} holds a password, which Spark would show in query plans, the UI "
+                "and its logs: remove it from the URI. For an HTTP proxy set HTTPS_PROXY/HTTP_PROXY in the "
+                "environment of the driver and executors instead (yt.wrapper and the Kafka client read them); for "
+                "other credentials use their own options (token, kafka.sasl.password), which Spark redacts",
+            )
 
 
 def connect_timeout(options: Options) -> float:

@@ -115,11 +115,19 @@ def shown(option: str, value: Any) -> str:
 
 
 def redact_mapping(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``config`` (nested dicts too) with the values of keys Spark redacts replaced by ``REDACTED``."""
-    return {
-        key: REDACTED if is_secret_name(str(key)) else redact_mapping(value) if isinstance(value, Mapping) else value
-        for key, value in config.items()
-    }
+    """A copy of ``config`` (nested dicts too) with the values of keys Spark redacts replaced by ``REDACTED`` and
+    the password of a URI in any other string value masked (``http_proxy``: ``http://user:***@corp:3128``)."""
+
+    def value_shown(key: Any, value: Any) -> Any:
+        if is_secret_name(str(key)):
+            return REDACTED
+        if isinstance(value, Mapping):
+            return redact_mapping(value)
+        if isinstance(value, str) and "://" in value:
+            return mask_uri(value)
+        return value
+
+    return {key: value_shown(key, value) for key, value in config.items()}
 
 
 class RedactingLogger(logging.LoggerAdapter):

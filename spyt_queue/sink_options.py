@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
 from spyt_queue.deadletter import KAFKA_PREFIX as DEAD_LETTER_KAFKA_PREFIX
-from spyt_queue.options import Option, Options, option_names
+from spyt_queue.options import Option, Options, check_shown_values, option_names
 from spyt_queue.settings import READER_OPTIONS, TIMESTAMP_OPTIONS
 from spyt_queue.stores.registry import STORE_OPTIONS
 
@@ -44,6 +44,8 @@ def check_sink_options(
 
 def without_dead_letter_kafka(options: Options) -> Options:
     """``options`` without ``deadLetter.kafka.*`` (the dead-letter producer's configuration, checked by
-    :func:`spyt_queue.deadletter_targets.dead_letter_target`), so unknown-option messages do not list that prefix."""
+    :func:`spyt_queue.deadletter_targets.dead_letter_target`), so unknown-option messages do not list that prefix;
+    first every value, those too, is checked for secrets Spark would print (:func:`check_shown_values`)."""
+    check_shown_values(options.raw())
     prefix = DEAD_LETTER_KAFKA_PREFIX.lower()
     return Options({key: value for key, value in options.raw().items() if not key.startswith(prefix)})

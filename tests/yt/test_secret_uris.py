@@ -92,3 +92,41 @@ def test_store_password_with_uri_characters_is_never_printed(
     seen["zookeeper_status"] = status
     _assert_hidden(**seen)
 
+
+PROXY_PASSWORD = "Pq9zR4tw"  # a proxy password: no word Spark's redaction regex knows
+
+
+def test_a_proxy_uri_password_is_refused_and_masked(spark, yt, yt_proxy, yt_root, tmp_path) -> None:
+    """``yt.proxy.http_proxy=http://user:pw@corp:3128`` (which yt.wrapper honours): Spark would print it in every
+    plan, so sources and sinks refuse a password in any option value, naming the option and the environment
+    variables to use instead; ``repr(YtConnection)`` masks it."""
+    from spyt_queue.yt.client import YtConnection
+
+    queue = f"{yt_root}/queue"
+    create_queue(yt, queue, EVENT_SCHEMA, tablet_count=1)
+    url = f"http://alice:{PROXY_PASSWORD}@corp.example:3128"
+    seen: dict[str, str] = {}
+    for name, reader in {
+        "stream": spark.readStream.format("ytqueue"),
+        "batch": spark.read.format("ytqueue"),
+    }.items():
+        with pytest.raises(Exception) as raised:
+            reader.option("proxy", yt_proxy).option("yt.proxy.http_proxy", url).load(queue)
+        seen[name] = str(raised.value)
+        assert "yt.proxy.http_proxy" in seen[name] and "HTTPS_PROXY" in seen[name], seen[name]
+    rows = spark.range(1).selectExpr("id", "'p' AS payload")
+    with pytest.raises(Exception) as raised:
+        (
+            rows.write.format("ytqueue")
+            .option("proxy", yt_proxy)
+            .option("yt.proxy.https_proxy", url.replace("http:", "https:"))
+            .mode("append")
+            .save(f"{yt_root}/out")
+        )
+    seen["sink"] = str(raised.value)
+    assert "yt.proxy.https_proxy" in seen["sink"], seen["sink"]
+    connection = YtConnection(yt_proxy, "t", {"proxy": {"http_proxy": url, "request_timeout": 5}})
+    seen["repr"] = repr(connection)
+    assert "alice:***@corp.example:3128" in seen["repr"] and "request_timeout" in seen["repr"], seen["repr"]
+    for where, text in seen.items():
+        assert PROXY_PASSWORD not in text, f"the proxy password is printed in {where}:\n{text}"
