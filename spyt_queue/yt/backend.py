@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,15 @@ def skip_empty_proxy_discovery(client: YtClient) -> None:
         return
     if not heavy:
         proxy_config["enable_proxy_discovery"] = False
+
+
+@dataclass(frozen=True)
+class Pull:
+    """One pull's rows, in either wire format: their row indexes (a ``range`` when contiguous) and how to build the
+    reader's record batch of the first ``keep`` of them."""
+
+    indexes: Sequence[int]
+    batch: Callable[[int], pa.RecordBatch]
 
 
 class YtQueueBackend(QueueBackend):
@@ -278,10 +288,31 @@ class YtQueueBackend(QueueBackend):
         self.pull_counts["dsv"] += 1
         return decoded
 
-    def read_range(
-        self, partition: str, start: int, end: int, on_data_loss: DataLossHandler
-    ) -> Iterator[pa.RecordBatch]:
-        tablet = int(partition)
+    def _yson_pull(self, tablet: int, offset: int, count: int) -> Pull:
+        """A YSON pull (:meth:`_pull`) as a :class:`Pull`: row indexes as a range when the rows are contiguous."""
+        rows = self._pull(tablet, offset, count)
+        if not rows:
+            return Pull(range(0), lambda keep: self._empty_batch())
+        first, last = rows[0][_ROW_INDEX], rows[-1][_ROW_INDEX]
+        indexes: Sequence[int] = (
+            range(first, last + 1) if last - first + 1 == len(rows) else [row[_ROW_INDEX] for row in rows]
+        )
+        converter = self._row_converter()
+        return Pull(indexes, lambda keep: converter.convert(rows[:keep], tablet, indexes[:keep]))
+
+    def _dsv_pull(self, tablet: int, offset: int, count: int) -> Pull | None:
+        """A ``schemaful_dsv`` pull (:meth:`_pull_columns`) as a :class:`Pull`, ``None`` when it must be read in
+        YSON instead (a value DSV cannot carry exactly, or a cluster refusing DSV pulls)."""
+        pulled = self._pull_columns(tablet, offset, count, self._row_converter().arrow_schema)
+        if pulled is None:
+            return None
+        row_indexes, data = pulled
+        if not len(row_indexes):
+            return Pull(range(0), lambda keep: self._empty_batch())
+        indexes = row_index_sequence(row_indexes)
+        return Pull(indexes, lambda keep: self._columns_batch(row_indexes[:keep], data.slice(0, keep), tablet))
+
+    def _row_converter(self) -> RowConverter:
         if self._converter is None:
             self._converter = RowConverter(
                 self._data_schema(),
@@ -291,17 +322,27 @@ class YtQueueBackend(QueueBackend):
                 describe_source=f" of {self.queue_path}",
                 dead_letters=self.dead_letters,
             )
+        return self._converter
+
+    def _empty_batch(self) -> pa.RecordBatch:
+        return self._row_converter().arrow_schema.empty_table().to_batches()[0]
+
+    def read_range(
+        self, partition: str, start: int, end: int, on_data_loss: DataLossHandler
+    ) -> Iterator[pa.RecordBatch]:
+        """Exactly the rows ``[start, end)`` of a tablet, pulled ``pull_batch_rows`` at a time in DSV or YSON
+        (:meth:`_dsv_pull`, :meth:`_yson_pull`), with trimmed and missing rows reported to ``on_data_loss``."""
+        tablet = int(partition)
         expected = start
         empty_pulls = 0
         columnar = self._use_dsv()
         while expected < end:
             want = min(end - expected, self.pull_batch_rows)
-            pulled = None
-            if columnar and not self._dsv_refused:
-                pulled = self._pull_columns(tablet, expected, want, self._converter.arrow_schema)
-            rows: list[dict[bytes, Any]] = [] if pulled is not None else self._pull(tablet, expected, want)
-            count = len(pulled[0]) if pulled is not None else len(rows)
-            if not count:
+            pull = self._dsv_pull(tablet, expected, want) if columnar and not self._dsv_refused else None
+            if pull is None:
+                pull = self._yson_pull(tablet, expected, want)
+            indexes = pull.indexes
+            if not len(indexes):
                 empty_pulls += 1
                 lower = self.bounds().get(partition, PartitionBounds(0, 0)).lower
                 if lower >= end:
@@ -317,10 +358,7 @@ class YtQueueBackend(QueueBackend):
                 time.sleep(min(0.05 * 2**empty_pulls, 2.0))
                 continue
             empty_pulls = 0
-            if pulled is not None:
-                first, last = int(pulled[0][0]), int(pulled[0][-1])
-            else:
-                first, last = rows[0][_ROW_INDEX], rows[-1][_ROW_INDEX]
+            first = int(indexes[0])
             if first < expected:
                 raise SpytQueueError(f"{self.describe(partition)}: asked for rows from {expected} but got row {first}")
             if first > expected:
@@ -328,27 +366,15 @@ class YtQueueBackend(QueueBackend):
                     f"rows [{expected}, {min(first, end)}) of {self.describe(partition)} were removed "
                     "(trimmed) before they were read"
                 )
-            indexes: Sequence[int]
-            if pulled is not None:
-                indexes = row_index_sequence(pulled[0])
-                if not isinstance(indexes, range):
-                    self._report_gaps(partition, indexes, on_data_loss)
-            elif last - first + 1 == len(rows):  # rows come in row order: no gap, no per-row index list
-                indexes = range(first, last + 1)
-            else:
-                indexes = [row[_ROW_INDEX] for row in rows]
+            if not isinstance(indexes, range):
                 self._report_gaps(partition, indexes, on_data_loss)
-            keep = count
+            keep = len(indexes)
             if indexes[-1] >= end:
                 # a pull that starts past ``end`` (rows trimmed beyond the range) keeps nothing
                 keep = max(0, end - first) if isinstance(indexes, range) else sum(1 for i in indexes if i < end)
-                rows, indexes = rows[:keep], indexes[:keep]
             if keep:
-                if pulled is not None:
-                    yield self._columns_batch(pulled[0][:keep], pulled[1].slice(0, keep), tablet)
-                else:
-                    yield self._converter.convert(rows, tablet, indexes)
-                expected = indexes[-1] + 1
+                yield pull.batch(keep)
+                expected = int(indexes[keep - 1]) + 1
             else:
                 expected = end
 
