@@ -133,17 +133,27 @@ def checkpoint(tmp_path: Path) -> str:
     return str(tmp_path / "checkpoint")
 
 
-REQUIRE_SERVERS = ("SPYT_REQUIRE_SERVERS", "SPYT_REQUIRE_KAFKA")
+#: The explicit opt-out: with it set, a test whose real server is missing is skipped instead of failing.
+ALLOW_MISSING_SERVERS = "SPYT_ALLOW_MISSING_SERVERS"
+
+
+def missing_servers_allowed() -> bool:
+    """Whether a contributor opted out of the real-servers rule for this run (``SPYT_ALLOW_MISSING_SERVERS=1``)."""
+    return os.environ.get(ALLOW_MISSING_SERVERS, "").lower() in ("1", "true", "yes")
 
 
 def require_or_skip(reason: str | None) -> None:
-    """A missing real server skips the test with ``reason`` locally, and fails it where ``SPYT_REQUIRE_SERVERS=1``
-    (or the older ``SPYT_REQUIRE_KAFKA=1``) is set, as in CI."""
+    """A missing real server fails the test with ``reason`` (a missing server is a failure, in CI and locally),
+    unless a contributor opted out explicitly with ``SPYT_ALLOW_MISSING_SERVERS=1``: then it is skipped."""
     if not reason:
         return
-    if any(os.environ.get(name, "").lower() in ("1", "true", "yes") for name in REQUIRE_SERVERS):
-        pytest.fail(f"a required server is missing: {reason}", pytrace=False)
-    pytest.skip(reason)
+    if missing_servers_allowed():
+        pytest.skip(reason)
+    pytest.fail(
+        f"a required server is missing: {reason} (run integration/install.sh, or set {ALLOW_MISSING_SERVERS}=1 to "
+        "skip the tests that need it)",
+        pytrace=False,
+    )
 
 
 def serve(make_server, missing: str | None, *cleanups):
@@ -166,8 +176,8 @@ def serve(make_server, missing: str | None, *cleanups):
 def kafka_broker():
     """One real single-node Apache Kafka (KRaft) on loopback for the session (jars from Maven Central).
 
-    Skipped with the reason when Java or the jars are missing (run ``integration/install.sh``); with
-    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    Fails with the reason when Java or the jars are missing (run
+    ``integration/install.sh``); skipped instead with ``SPYT_ALLOW_MISSING_SERVERS=1``.
     """
     from integration.kafka_broker import KafkaBroker, missing_requirements
 
@@ -194,8 +204,8 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
     from the installed PySpark, executors running this interpreter. Tests run their drivers against it in
     subprocesses (this process keeps its ``local[2]`` session); the chaos tests kill its executors and workers.
 
-    Skipped with the reason when Java or PySpark's launcher is missing; with ``SPYT_REQUIRE_SERVERS=1`` (set by CI)
-    that is a failure instead."""
+    Fails with the reason when Java or PySpark's launcher is missing; skipped instead with
+    ``SPYT_ALLOW_MISSING_SERVERS=1``."""
     from integration.spark_cluster import SparkStandaloneCluster, missing_requirements
 
     python = os.environ.get("PYSPARK_PYTHON") or sys.executable
@@ -208,8 +218,8 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory):
 def zookeeper():
     """One real standalone Apache ZooKeeper on loopback for the session (jars from Maven Central).
 
-    Skipped with the reason when Java, the jars or kazoo are missing (run ``integration/install.sh``); with
-    ``SPYT_REQUIRE_SERVERS=1`` or ``SPYT_REQUIRE_KAFKA=1`` (set by CI) that is a failure instead.
+    Fails with the reason when Java, the jars or kazoo are missing (run ``integration/install.sh``); skipped
+    instead with ``SPYT_ALLOW_MISSING_SERVERS=1``.
     """
     from integration.zookeeper import ZooKeeperServer, missing_requirements
 
@@ -220,8 +230,8 @@ def zookeeper():
 def kudu():
     """One real Apache Kudu (a master and a tablet server, native binaries of ``kudu-binary``) for the session.
 
-    Skipped with the reason when the binaries are missing (run ``integration/install.sh``); with
-    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    Fails with the reason when the binaries are missing (run
+    ``integration/install.sh``); skipped instead with ``SPYT_ALLOW_MISSING_SERVERS=1``.
     """
     from integration.kudu import KuduCluster, missing_requirements
 
@@ -239,8 +249,8 @@ def hbase():
     Thrift1 gateway for the session, started on first use (about 15 s: the slowest server; only tests that ask for
     it pay). ``hbase.thrift_address`` is the sink's ``thrift`` option, ``hbase.uri(table)`` an ``offsets.store``.
 
-    Skipped with the reason when Java, the jars or happybase are missing (run ``integration/install.sh``); with
-    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    Fails with the reason when Java, the jars or happybase are missing (run
+    ``integration/install.sh``); skipped instead with ``SPYT_ALLOW_MISSING_SERVERS=1``.
     """
     from integration.hbase import HBase, missing_requirements
 
@@ -253,8 +263,8 @@ def hdfs():
     ``hadoop-client-minicluster``) on loopback for the session, started on first use (about 10 s).
     ``hdfs.uri(path)`` is an ``hdfs://127.0.0.1:PORT/path`` URI Spark reads and writes with its own Hadoop client.
 
-    Skipped with the reason when Java or the jars are missing (run ``integration/install.sh``); with
-    ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    Fails with the reason when Java or the jars are missing (run
+    ``integration/install.sh``); skipped instead with ``SPYT_ALLOW_MISSING_SERVERS=1``.
     """
     from integration.hdfs import HdfsCluster, missing_requirements
 

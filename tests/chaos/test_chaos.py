@@ -7,11 +7,10 @@ one with nothing lost, every store at the source's end, and no acknowledged writ
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.chaos.harness import EXACTLY_ONCE, PIPELINES, ChaosConfig, missing_requirements, run_chaos
+from tests.conftest import require_or_skip
 
 pytestmark = pytest.mark.spark
 
@@ -20,12 +19,7 @@ def _require_servers() -> None:
     reason = missing_requirements(PIPELINES)
     if not reason:
         return
-    if any(
-        os.environ.get(name, "").lower() in ("1", "true", "yes")
-        for name in ("SPYT_REQUIRE_SERVERS", "SPYT_REQUIRE_KAFKA")
-    ):
-        pytest.fail(f"a required server is missing: {reason}", pytrace=False)
-    pytest.skip(reason)
+    require_or_skip(reason)
 
 
 @pytest.mark.timeout(1800)  # JVM restarts of the driver and executors: minutes on a loaded 2-core machine

@@ -24,8 +24,8 @@ pytestmark = pytest.mark.spark
 def connect_server() -> Iterator[Any]:
     """A Spark Connect server on loopback (``local[2]``), started once for the session and stopped at its end.
 
-    Skipped with the reason when Java or the Connect client's packages are missing (``pip install
-    'spyt-queue[connect]'``); with ``SPYT_REQUIRE_SERVERS=1`` (set by CI) that is a failure instead.
+    Fails with the reason when Java or the Connect client's packages are missing (``pip install
+    'spyt-queue[connect]'``) (skipped instead with ``SPYT_ALLOW_MISSING_SERVERS=1``).
     """
     from integration.spark_connect import SparkConnectServer, missing_requirements
 
