@@ -1,33 +1,16 @@
-"""Rules fixed after review, each pinned by a test that fails if the rule breaks (pure logic, no server)."""
+"""The YT sink's pure rules: the producer-mode check of source tablets split across tasks, and the table writer's
+conversions of unsigned integers and of binary decimals read without type v3 (no server)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
-from spyt_queue.backend import PartitionBounds
 from spyt_queue.errors import BadRecordError, SchemaMismatchError
-from spyt_queue.options import Options
-from spyt_queue.positions import resolve_positions
-from spyt_queue.settings import Position
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.schema import YtColumn, YtSchema
 from spyt_queue.yt.sink import YtWriteCommit, check_one_task_per_source_tablet
 from spyt_queue.yt.table_writer import YtTableWriter, check_schema
-
-
-def test_explicit_options_win_over_session_defaults_under_any_alias() -> None:
-    options = Options({"dynBatchSize": "10"}, defaults={"dyn_batch_size": "1000"})
-    assert options.get_int("dyn_batch_size", None, "dynBatchSize") == 10
-    assert Options({}, defaults={"dyn_batch_size": "1000"}).get_int("dyn_batch_size", None) == 1000
-
-
-def test_ending_offsets_leave_unlisted_partitions_at_their_end() -> None:
-    bounds = {"t:0": PartitionBounds(0, 100), "t:1": PartitionBounds(5, 50)}
-    ending = Position("explicit", explicit={"t:0": 60})
-    assert resolve_positions(ending, bounds, {}, ending=True) == {"t:0": 60, "t:1": 50}
-    starting = Position("explicit", explicit={"t:0": 60})
-    assert resolve_positions(starting, bounds, {}) == {"t:0": 60, "t:1": 5}
 
 
 def test_producer_mode_reports_one_source_tablet_in_two_tasks_without_failing_replays() -> None:
