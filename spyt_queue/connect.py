@@ -128,7 +128,7 @@ class YtSource(SourceKind):
     def settings(self, options: Options, streaming: bool | None) -> ReaderSettings:
         """A stream starts at the consumer's offsets; a batch read at them only if a store is named, else at the
         earliest row."""
-        has_store = "consumer_path" in options or not is_native(options.get_str(STORE_OPTION))
+        has_store = options.given(_yt_options().CONSUMER_PATH) or not is_native(options.get_str(STORE_OPTION))
         if streaming or streaming is None:
             return ReaderSettings.parse(options, starting_default="consumer", streaming=streaming)
         if has_store:

@@ -103,6 +103,10 @@ class Options:
     def __contains__(self, name: str) -> bool:
         return name.lower() in self._raw and self._raw[name.lower()] not in (None, "")
 
+    def given(self, option: Option) -> bool:
+        """Whether ``option`` is set, under its name or any of its aliases (an empty value counts as not set)."""
+        return any(name in self for name in option.names)
+
     def raw(self) -> dict[str, str]:
         """All options, keys lower-cased."""
         return dict(self._raw)

@@ -96,3 +96,21 @@ def test_timestamps_ending_falls_back_to_latest_and_starting_errors_name_the_opt
             resolve_positions(starting, BOUNDS, {}, backend)  # type: ignore[arg-type]
     latest = kafka(False, startingTimestamp="500", startingOffsetsByTimestampStrategy="latest").starting
     assert resolve_positions(latest, BOUNDS, {}, backend) == {"t:0": 10, "t:1": 5}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["consumer_path", "consumerPath", "CONSUMERPATH"])
+def test_a_yt_batch_read_naming_a_consumer_starts_at_it_under_every_name_of_the_option(name: str) -> None:
+    """``consumerPath`` is an alias of ``consumer_path``: a batch read naming the consumer either way starts at its
+    offsets (it started at the earliest row with the alias)."""
+    from spyt_queue.connect import settings_for
+
+    assert settings_for(Options({name: "//home/c"}), streaming=False).starting.kind == "consumer"
+    assert settings_for(Options({}), streaming=False).starting.kind == "earliest"
+
+
+def test_given_sees_an_option_under_any_of_its_names() -> None:
+    from spyt_queue.options import Option
+
+    option = Option("consumer_path", "doc", aliases=("consumerPath",))
+    assert Options({"consumerpath": "//c"}).given(option)
+    assert not Options({"consumer_path": ""}).given(option)

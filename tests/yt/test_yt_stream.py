@@ -40,6 +40,17 @@ def test_batch_read_between_offsets(spark, pipe) -> None:
     assert sorted(r.id for r in df.collect())[:2] == [1, 3]
 
 
+@pytest.mark.parametrize("name", ["consumer_path", "consumerPath"])
+def test_batch_read_through_a_consumer_starts_at_its_offsets_under_either_name(spark, pipe, name: str) -> None:
+    """A batch read naming a consumer starts at its committed offsets (``startingOffsets=consumer``), whichever of
+    the option's names gives it (``consumerPath`` is the alias of ``consumer_path``)."""
+    pipe.produce(10)  # ids 0, 2, ... 8 in tablet 0; 1, 3, ... 9 in tablet 1
+    for tablet in (0, 1):
+        pipe.yt.advance_consumer(pipe.consumer, pipe.queue, partition_index=tablet, old_offset=0, new_offset=2)
+    df = spark.read.format("ytqueue").option("proxy", pipe.proxy).option(name, pipe.consumer).load(pipe.queue)
+    assert sorted(r.id for r in df.select("id").collect()) == [4, 5, 6, 7, 8, 9]
+
+
 def test_lag_from_progress_and_status_command(spark, pipe) -> None:
     from typer.testing import CliRunner
 
