@@ -134,7 +134,7 @@ class YtQueueDataSource(DataSource):
         return Options(dict(self.options), defaults=self.session_defaults)
 
     def schema(self) -> StructType:
-        """The queue's schema mapped to Spark types (see the README's mapping table).
+        """The queue's schema mapped to Spark types (the mapping table of docs/reading.md, "Type mapping").
 
         Runs at ``load()``: the reader options are checked here too, so a mistake fails before any query starts.
         """

@@ -14,7 +14,7 @@ __all__ = ["KuduDataSource"]
 
 
 class KuduDataSource(SinkDataSource):
-    """Writes streams and DataFrames into an Apache Kudu table through a per-key planner (see the README):
+    """Writes streams and DataFrames into an Apache Kudu table through a per-key planner (docs/kudu.md):
     each micro-batch planned into the table (``outputMode("append")``), a DataFrame too (``mode("append")``)."""
 
     sink = KUDU_SINK
