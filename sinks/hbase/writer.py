@@ -80,6 +80,17 @@ ROW_KEY_SEPARATOR = Option("row_key_separator", "between key parts (and after a 
 ROW_KEY_PREFIX = Option(
     "row_key_prefix", "none, salt:N or hash:K: spreads hot keys over regions", default="none", modes=_W
 )
+#: ``row_key_encoding`` values: the current keys, and those spyt-queue wrote before composite parts were escaped and
+#: timestamp parts put in UTC (commit 06060f6), for a table that holds such keys.
+ESCAPED_KEYS, LEGACY_KEYS = "escaped", "legacy"
+ROW_KEY_ENCODING = Option(
+    "row_key_encoding",
+    "escaped, or legacy: keys as written before escaping (parts joined as they are, timestamps in the session zone)",
+    kind="choice",
+    default=ESCAPED_KEYS,
+    choices=(ESCAPED_KEYS, LEGACY_KEYS),
+    modes=_W,
+)
 FAMILY = Option("family", "column family of columns not in column_mapping", default=DEFAULT_FAMILY, modes=_W)
 COLUMN_MAPPING = Option("column_mapping", "col=family:qualifier,col2=qualifier", modes=_W)
 WRITE_KEY_COLUMNS = Option(
@@ -122,6 +133,7 @@ HBASE_SINK_OPTIONS = (
     ROW_KEY,
     ROW_KEY_SEPARATOR,
     ROW_KEY_PREFIX,
+    ROW_KEY_ENCODING,
     FAMILY,
     COLUMN_MAPPING,
     WRITE_KEY_COLUMNS,
@@ -159,6 +171,8 @@ class HBaseSinkSettings(WriteTask):
     #: ``deadLetter.*``: where rows with a null row key or event time, and puts HBase refuses, go (None: they fail
     #: the task).
     dead_letters: BoundDeadLetters | None = None
+    #: ``row_key_encoding``: :data:`ESCAPED_KEYS`, or :data:`LEGACY_KEYS` for a table written before escaping.
+    key_encoding: str = ESCAPED_KEYS
 
     def describe(self) -> str:
         """``HBase table 't' via Thrift h:9090``."""
@@ -228,7 +242,8 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
     if not key_columns or missing:
         raise OptionError("row_key", f"column(s) {missing or key_text!r} not in the DataFrame (columns: {names})")
     separator = options.value(ROW_KEY_SEPARATOR).encode("utf-8")
-    if len(key_columns) > 1 and separator.startswith(ESCAPE):
+    key_encoding = options.value(ROW_KEY_ENCODING)
+    if len(key_columns) > 1 and separator.startswith(ESCAPE) and key_encoding == ESCAPED_KEYS:
         raise OptionError(
             "row_key_separator",
             f"{separator.decode()!r} starts with '\\', the escape character of composite row-key parts (a part's "
@@ -285,6 +300,7 @@ def settings_from_options(options: Options, schema: T.StructType) -> HBaseSinkSe
         api=int(api_text),
         idl=options.value(THRIFT2_IDL),
         dead_letters=None if target is None else target.bind(f"hbase:{table}", SINK_STAGE),
+        key_encoding=key_encoding,
     )
 
 
@@ -461,15 +477,29 @@ def _row_keys(settings: HBaseSinkSettings, batch: pa.RecordBatch, index: dict[st
             raise BadRecordError(
                 f"{settings.describe()}: row-key column {name!r} is null in row {first_row + row} of this task"
             )
-    parts = [key_column(c) or [key_part(v) for v in c.to_pylist()] for c in columns]
+    if settings.key_encoding == LEGACY_KEYS:
+        parts = [_legacy_parts(c) for c in columns]
+    else:
+        parts = [key_column(c) or [key_part(v) for v in c.to_pylist()] for c in columns]
     if len(parts) == 1:
         keys = parts[0]
+    elif settings.key_encoding == LEGACY_KEYS:
+        keys = [settings.separator.join(p) for p in zip(*parts, strict=True)]
     else:
         sep = settings.separator
         parts = [_escaped(column, sep) for column in parts]
         keys = [sep.join(p) for p in zip(*parts, strict=True)]
     salted = _salted(settings)
     return keys if salted is None else [salted(k) for k in keys]
+
+
+def _legacy_parts(column: pa.Array) -> list[bytes]:
+    """A key column's parts as spyt-queue wrote them before ``row_key_encoding=escaped`` (``legacy``): the same
+    texts, except that a ``timestamp`` is the ISO 8601 text of the time Spark hands over, in the session time zone
+    with its offset (``2024-11-03T01:30:00-04:00`` in America/New_York), not in UTC."""
+    if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+        return [value.isoformat().encode("ascii") for value in column.to_pylist()]
+    return key_column(column) or [key_part(v) for v in column.to_pylist()]
 
 
 def _escaped(column: list[bytes], separator: bytes) -> list[bytes]:

@@ -165,3 +165,70 @@ def test_timestamp_key_parts_do_not_depend_on_the_column_time_zone() -> None:
     wall = pa.array(micros, pa.timestamp("us"))
     assert key_column(wall) == [b"2024-11-03T05:30:00.123457", b"2024-11-03T06:30:00", b"1969-12-31T23:59:59.500000"]
     assert key_part(dt.datetime(2024, 3, 10, 2, 30)) == b"2024-03-10T02:30:00"
+
+
+#: Two instants and their text as keys: in UTC (now), and as spyt-queue wrote them before escaping with the session
+#: in America/New_York (EDT on both dates).
+OLD_ZONE = "America/New_York"
+AT_1 = (1730611800123457, "2024-11-03T05:30:00.123457+00:00", "2024-11-03T01:30:00.123457-04:00")
+AT_2 = (1710054000000000, "2024-03-10T07:00:00+00:00", "2024-03-10T03:00:00-04:00")
+#: (k1, k2, instant, value): a part holding the separator, a plain one, a part holding the escape character.
+UPGRADE_ROWS = [("a|b", "c", AT_1, "first"), ("eu", "7", AT_2, "second"), ("x\\", "y", AT_1, "third")]
+
+
+def _old_key(k1: str, k2: str, at: tuple[int, str, str]) -> bytes:
+    return "|".join((k1, k2, at[2])).encode()
+
+
+def _new_key(k1: str, k2: str, at: tuple[int, str, str]) -> bytes:
+    return join_row_key([k1.encode(), k2.encode(), at[1].encode()], b"|")
+
+
+@pytest.mark.spark
+def test_legacy_key_encoding_overwrites_the_rows_an_older_version_wrote(spark, hbase) -> None:
+    """A table an older spyt-queue wrote (composite parts joined as they are, timestamps in the session time zone).
+    Written again after the upgrade, as a replay does, with ``row_key_encoding=legacy`` and the same session time
+    zone, the records land on their old rows; with the default encoding they land beside them."""
+    table = table_name()
+    conn = hbase.connection()
+    try:
+        conn.create_table(table, {"d": {"max_versions": 1}})
+        for k1, k2, at, _ in UPGRADE_ROWS:
+            conn.table(table).put(_old_key(k1, k2, at), {b"d:v": b"before the upgrade"})
+    finally:
+        conn.close()
+    rows = " UNION ALL ".join(
+        f"SELECT '{k1}' AS k1, '{k2}' AS k2, timestamp_micros({at[0]}) AS at, '{v}' AS v"
+        for k1, k2, at, v in [(k1.replace("\\", "\\\\"), k2, at, v) for k1, k2, at, v in UPGRADE_ROWS]
+    )
+
+    def write(**options: str) -> None:
+        writer = spark.sql(rows).write.format("spyt_hbase").option("thrift", hbase.thrift_address)
+        for key, value in {"table": table, "row_key": "k1,k2,at", **options}.items():
+            writer = writer.option(key, value)
+        writer.mode("append").save()
+
+    saved = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", OLD_ZONE)
+    try:
+        write(row_key_encoding="legacy")
+        stored = _cells(hbase, table)
+        assert stored == {_old_key(k1, k2, at): {b"d:v": v.encode()} for k1, k2, at, v in UPGRADE_ROWS}, sorted(stored)
+        write()  # the default encoding: other keys for the same records
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", saved)
+    stored = _cells(hbase, table)
+    assert len(stored) == 2 * len(UPGRADE_ROWS), sorted(stored)
+    assert {_new_key(k1, k2, at) for k1, k2, at, _ in UPGRADE_ROWS} <= set(stored)
+
+
+def test_legacy_key_encoding_takes_a_separator_starting_with_the_escape_character() -> None:
+    """Keys written before escaping may use any separator; ``legacy`` keeps accepting it, the default refuses it."""
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField(n, T.StringType()) for n in ("k1", "k2", "v")])
+    options = {"thrift": "localhost:9090", "table": "t", "row_key": "k1,k2", "row_key_separator": "\\"}
+    settings = settings_from_options(Options({**options, "row_key_encoding": "legacy"}), schema)
+    assert settings.key_encoding == "legacy" and settings.separator == b"\\"
+    with pytest.raises(OptionError, match=r"row_key_encoding.*expected one of escaped, legacy"):
+        settings_from_options(Options({**options, "row_key_encoding": "v1"}), schema)
