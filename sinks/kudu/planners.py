@@ -582,8 +582,8 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 
 def planner_from_options(options: Mapping[str, str]) -> Planner:
     """Build a planner from the sink's string options: ``planner`` (``append``, ``upsert``, ``latest`` or
-    ``history``; default ``upsert``) and ``planner.<name>`` options (docs/kudu.md, "Planners"). Column
-    lists are comma-separated; an empty value switches an optional maintained column off; ``current_flag.true``/``false``
+    ``history``; default ``upsert``) and ``planner.<name>`` options (docs/kudu.md, "Planners"). Column lists
+    are comma-separated; an empty value switches an optional maintained column off; ``current_flag.true``/``false``
     values ``true``/``false`` are booleans, others strings; ``far_future`` is an integer or an ISO date/timestamp.
     An unknown ``planner.*`` option is an :class:`OptionError` naming it.
     """
