@@ -238,17 +238,32 @@ class Options:
 #: Options with a refusal of their own for a password in a URI value (``offsets.store``: naming the store options).
 OWN_URI_CHECK = ("offsets.store",)
 _URI_START = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+#: librdkafka's option for an inline PEM private key (``kafka.ssl.key.pem``, ``deadLetter.kafka.ssl.key.pem``); any
+#: value holding a PEM private key (``-----BEGIN [ENCRYPTED|RSA|EC ]PRIVATE KEY-----``) is refused as well.
+INLINE_KEY_SUFFIX = "ssl.key.pem"
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
 
 
 def check_shown_values(raw: Mapping[str, str]) -> None:
     """Refuse option values Spark would print in query plans, the UI and its logs with a secret inside: Spark hides
     a value only when the option's *name* (or the value) matches ``spark.redaction.regex``, and it does not look
-    inside a URI. A URI with a password (``yt.proxy.http_proxy=http://user:pw@corp:3128``) is refused, naming the
-    option and what to use instead; the message shows the URI masked."""
+    inside a URI or a PEM block. A URI with a password (``yt.proxy.http_proxy=http://user:pw@corp:3128``) and inline
+    private key material (``kafka.ssl.key.pem``, or a PEM private key in any value) are refused, naming the option
+    and what to use instead (``ssl.key.location`` + ``ssl.key.password`` for a key); the message shows the URI
+    masked and never the key."""
     for name, value in raw.items():
+        text = str(value)
+        if name.lower().endswith(INLINE_KEY_SUFFIX) or _PRIVATE_KEY.search(text):
+            prefix = name[: -len(INLINE_KEY_SUFFIX)] if name.lower().endswith(INLINE_KEY_SUFFIX) else "kafka."
+            prefix = "deadLetter.kafka." if prefix.lower() == "deadletter.kafka." else prefix
+            raise OptionError(
+                name,
+                "inline private key material is refused: Spark would show it in query plans, the UI and its logs; "
+                f"put the key in a file the driver and executors read and set {prefix}ssl.key.location to it (with "
+                f"{prefix}ssl.key.password if it is encrypted; Spark redacts that option)",
+            )
         if is_secret_name(name) or name.lower() in OWN_URI_CHECK:
             continue
-        text = str(value)
         start = _URI_START.search(text)
         parts = split_uri(text[start.start() :]) if start else None
         if parts is not None and parts.has_password:
