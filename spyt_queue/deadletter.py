@@ -74,8 +74,6 @@ ERROR_LIMIT = 4000
 class DeadLetterError(SpytQueueError):
     """Dead letters could not be written durably: the task fails and its batch is not committed."""
 
-    code = "DEAD_LETTER_FAILED"
-
 
 @dataclass(frozen=True)
 class DeadLetter:

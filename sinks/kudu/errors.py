@@ -11,14 +11,10 @@ from spyt_queue.errors import BadRecordError, SpytQueueError
 class KuduUnavailableError(SpytQueueError):
     """JPype1 or the Kudu Java client jars are missing; the message says how to get them."""
 
-    code = "KUDU_UNAVAILABLE"
-
 
 class KuduError(SpytQueueError):
     """A Kudu call failed (the Java exception's message is included); ``transient`` when worth retrying (timed
     out, service unavailable, network error)."""
-
-    code = "KUDU_ERROR"
 
     def __init__(self, message: str, transient: bool = False) -> None:
         super().__init__(message)
@@ -27,8 +23,6 @@ class KuduError(SpytQueueError):
 
 class KuduTableNotFoundError(SpytQueueError):
     """A Kudu table does not exist (and was not to be created); the message names it."""
-
-    code = "KUDU_TABLE_NOT_FOUND"
 
 
 @dataclass(frozen=True)
@@ -50,8 +44,6 @@ class RowError:
 
 class KuduWriteError(BadRecordError):
     """Kudu refused some operations of a flush; ``errors`` lists them (the message names the first ones)."""
-
-    code = "KUDU_WRITE_FAILED"
 
     def __init__(self, message: str, errors: Sequence[RowError] = (), overflowed: bool = False) -> None:
         super().__init__(message)

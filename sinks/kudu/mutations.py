@@ -73,8 +73,6 @@ class KeyConflictError(BadRecordError):
     """A row conflicts with the table state (an insert of an existing key, an update of a missing one, or an
     ``append`` of a different value under an existing key); the message names the key."""
 
-    code = "KEY_CONFLICT"
-
 
 def key_of(row: Row, columns: Sequence[str]) -> Key:
     """The values of ``columns`` in ``row`` as a hashable tuple (``bytearray``, which Spark gives for BINARY, becomes

@@ -17,8 +17,6 @@ from spyt_queue.stores.base import OffsetStore
 class MemoryStoreUnavailable(SpytQueueError):
     """A simulated transient failure (tests inject it); :meth:`MemoryStore.is_transient` is true for it."""
 
-    code = "STORE_UNAVAILABLE"
-
 
 class MemoryServer:
     """The shared "server": raw values by ``(group, source, partition)``."""
