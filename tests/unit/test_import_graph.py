@@ -245,3 +245,72 @@ def test_a_kafka_only_process_never_loads_the_ytsaurus_client() -> None:
     )
     loaded = printed_by(code).split()
     assert loaded == [], f"a Kafka-only process loaded the YTsaurus client: {loaded}"
+
+
+#: The floors of the plugin, lowest first (CONTRIBUTING.md, "Which layer may import which"): a module imports only
+#: from its own floor or the floors below. A name ending in ``.`` is a folder, any other a module; the most specific
+#: match wins. ``spyt_queue.local`` (the embedded server) imports nothing of the plugin (tested above).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    # 0: shared values and contracts, no technology, no Spark data source class
+    (
+        "spyt_queue.errors",
+        "spyt_queue.options",
+        "spyt_queue.redaction",
+        "spyt_queue.offsets",
+        "spyt_queue.records",
+        "spyt_queue.backend",
+        "spyt_queue.stores.",
+        "spyt_queue.planner",
+        "spyt_queue.positions",
+        "spyt_queue.settings",
+        "spyt_queue.committer",
+        "spyt_queue.collector",
+        "spyt_queue.lag",
+        "spyt_queue.deadletter",
+        "spyt_queue.deadletter_targets",
+        "spyt_queue.sink_options",
+    ),
+    # 1: Spark's base classes: readers, partitions, the sink skeleton, one-line errors, discovery
+    ("spyt_queue.spark.",),
+    # 2: one folder per technology
+    ("spyt_queue.yt.", "spyt_queue.kafka.", "spyt_queue.zookeeper.", "sinks.", "spyt_queue.sinks."),
+    # 3: the one wiring point from a user's options to backends, stores and writers
+    ("spyt_queue.connect",),
+    # 4: entry points: Spark's data source, the command line, the demo, the package's face
+    ("spyt_queue.datasource", "spyt_queue.cli", "spyt_queue.demo", "spyt_queue"),
+)
+
+
+def floor_of(module: str) -> int | None:
+    """The floor of ``module`` (the most specific entry of :data:`FLOORS` naming it), ``None`` if none does."""
+    best: tuple[int, int] | None = None
+    for floor, names in enumerate(FLOORS):
+        for name in names:
+            matches = module.startswith(name) or module == name[:-1] if name.endswith(".") else module == name
+            if matches and (best is None or len(name) > best[1]):
+                best = (floor, len(name))
+    return None if best is None else best[0]
+
+
+def test_every_import_runs_downhill() -> None:
+    """No module imports from a floor above its own (at any depth, lazy imports included): the technologies never
+    reach up into the wiring point or the entry points, and the shared floor knows no technology."""
+    edges = import_edges(ROOT)
+    unplaced = sorted(m for m in edges if not m.startswith("spyt_queue.local") and floor_of(m) is None)
+    assert unplaced == [], f"modules on no floor (add them to FLOORS and to CONTRIBUTING.md): {unplaced}"
+    upward = sorted(
+        f"{module} (floor {floor_of(module)}) -> {target} (floor {floor_of(target)})"
+        for module, targets in edges.items()
+        if not module.startswith("spyt_queue.local")
+        for target in targets
+        if target != "spyt_queue"  # the package's face runs before any of its modules: not an import of its own
+        and floor_of(target) is not None
+        and floor_of(target) > floor_of(module)  # type: ignore[operator]
+    )
+    assert upward == [], "imports running up a floor:\n" + "\n".join(upward)
+
+
+def test_the_floor_check_can_fail() -> None:
+    """A technology importing the wiring point is found."""
+    assert floor_of("spyt_queue.kafka.sink") == 2 and floor_of("spyt_queue.connect") == 3
+    assert floor_of("spyt_queue.stores.registry") == 0 and floor_of("spyt_queue.datasource") == 4
