@@ -19,8 +19,9 @@ from spyt_queue.deadletter import (
     DeadLetterTarget,
 )
 from spyt_queue.errors import OptionError, SpytQueueError
-from spyt_queue.kafka.clients import admin_client, pooled_consumer, pooled_producer
+from spyt_queue.kafka.clients import admin_client, connection_settings, pooled_consumer, pooled_producer
 from spyt_queue.kafka.declarations import BOOTSTRAP_SERVERS
+from spyt_queue.kafka.java_options import translate_java_options
 from spyt_queue.options import Options
 from spyt_queue.redaction import shown
 
@@ -40,7 +41,8 @@ class KafkaDeadLetterTarget(DeadLetterTarget):
         return f"kafka:{self.topic}"
 
     def _admin_config(self) -> dict[str, Any]:
-        return {"bootstrap.servers": self.config["bootstrap.servers"]}
+        """The producer's connection settings (brokers, TLS, SASL) for the start-up check and ``count()``."""
+        return connection_settings(self.config)
 
     def check(self) -> None:
         admin = admin_client(self._admin_config())
@@ -113,7 +115,7 @@ def target_from_options(options: Options, topic: str, create: bool) -> KafkaDead
     to the query's ``kafka.bootstrap.servers``."""
     if not topic.strip() or any(ch.isspace() for ch in topic):
         raise OptionError(TOPIC_OPTION, f"not a valid topic name: {shown(TOPIC_OPTION, topic)}")
-    config = dict(options.with_prefix(KAFKA_PREFIX))
+    config = translate_java_options(options.with_prefix(KAFKA_PREFIX), KAFKA_PREFIX)
     if "bootstrap.servers" not in config:
         servers = options.get_str(BOOTSTRAP_SERVERS)
         if not servers:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from spyt_queue.errors import OptionError
 from spyt_queue.kafka.declarations import BOOTSTRAP_SERVERS, KAFKA_PREFIX
+from spyt_queue.kafka.java_options import translate_java_options
 from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.options import CONNECT_TIMEOUT, READ, WRITE, Option, Options, connect_timeout
 from spyt_queue.settings import ReaderSettings
@@ -92,14 +93,15 @@ def parse_subscription(options: Options) -> Subscription:
 
 
 def kafka_config(options: Options) -> dict[str, Any]:
-    """The ``kafka.*`` options without their prefix, refusing the keys the adapter manages."""
+    """The ``kafka.*`` options without their prefix, refusing the keys the adapter manages, with the Java client's
+    option names librdkafka does not know translated, ignored or refused (:mod:`spyt_queue.kafka.java_options`)."""
     config = options.with_prefix(KAFKA_PREFIX)
     if "bootstrap.servers" not in config:
         raise OptionError(BOOTSTRAP_SERVERS, "required: the brokers to connect to, e.g. localhost:9092")
     for key, why in FORBIDDEN_KAFKA_KEYS.items():
         if key in config:
             raise OptionError(f"kafka.{key}", f"is not supported: {why}")
-    return config
+    return translate_java_options(config)
 
 
 def default_group_id(options: Options, subscription: Subscription) -> str:

@@ -20,6 +20,7 @@ from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
+from spyt_queue.kafka.java_options import translate_java_options
 from spyt_queue.kafka.options import BOOTSTRAP_SERVERS, FORBIDDEN_KAFKA_KEYS, KAFKA_CONFIG, KAFKA_SOURCE_OPTIONS
 from spyt_queue.options import CONNECT_TIMEOUT, WRITE, Option, Options, connect_timeout
 from spyt_queue.records import describe_record, first_null, row_coordinates, task_label
@@ -314,6 +315,7 @@ def _writer(options: Options, schema: StructType) -> KafkaWriteTask:
     for key in ("key.serializer", "value.serializer", "interceptor.classes"):
         if key in config:
             raise OptionError(f"kafka.{key}", f"is not supported: {FORBIDDEN_KAFKA_KEYS[key]}")
+    config = translate_java_options(config)
     config.setdefault("enable.idempotence", True)
     config.setdefault("acks", "all")
     config.setdefault("partitioner", JAVA_COMPATIBLE_PARTITIONER)
