@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from spyt_queue.spark.compat import HAS_READ_LIMITS
+from tests.queries import run_to_end
 
 #: The source's ``read_mode`` values every scenario runs with (a backend's ``log`` fixture is parametrised by them).
 READ_MODES = ("executors", "driver")
@@ -126,20 +127,8 @@ def scan_bytes_sent_to_python(query: Any) -> int:
 
 def run_to_memory(df: Any, name: str, checkpoint: str, timeout: float = 180) -> Any:
     """Run ``df`` (AvailableNow) into the memory table ``name`` (a sink with no Python task); return the query."""
-    query = (
-        df.writeStream.format("memory")
-        .queryName(name)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(timeout)
-    if query.isActive:
-        query.stop()
-        raise AssertionError(f"query {name} did not finish in time")
-    if query.exception() is not None:
-        raise query.exception()
-    return query
+    writer = df.writeStream.format("memory").queryName(name).option("checkpointLocation", checkpoint)
+    return run_to_end(lambda trigger: writer.trigger(**trigger).start(), timeout=timeout)
 
 
 class StreamScenarios:
