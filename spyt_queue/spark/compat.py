@@ -33,7 +33,7 @@ import inspect
 import json
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyspark
@@ -41,8 +41,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamReader
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-if TYPE_CHECKING:
-    from spyt_queue.spark.stream_reader import QueueStreamReader
+#: A :class:`~spyt_queue.spark.stream_reader.QueueStreamReader` (not imported: that module imports this one).
+QueueStreamReader = Any
 
 log = logging.getLogger("spyt_queue.compat")
 
