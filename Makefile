@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv deps demo test lint bench chaos
+.PHONY: venv deps demo test test-matrix test-oldest lint bench chaos
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,29 @@ demo: venv
 
 test: deps
 	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q --durations=60
+
+# Every maintained PySpark 4 line, one virtual environment each (.venv-4.0 ... .venv-4.3), running the unit tests
+# and the contract suites (stores, backends, the shared stream scenarios); `make test` runs everything on the newest.
+SPARK_LINES := 4.0.5 4.1.4 4.2.1 4.3.0
+MATRIX_TESTS ?= tests/unit tests/contract
+
+.venv-%/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install --quiet --upgrade pip
+	.venv-$*/bin/python -m pip install --quiet -e '.[dev]' 'pyspark[connect]==$(filter $*.%,$(SPARK_LINES))'
+	touch $@
+
+.PRECIOUS: .venv-%/.installed
+
+test-line-%: .venv-%/.installed
+	bash integration/install.sh
+	PYSPARK_PYTHON=$(abspath .venv-$*/bin/python) PYSPARK_DRIVER_PYTHON=$(abspath .venv-$*/bin/python) \
+		.venv-$*/bin/python -m pytest -q -p no:cacheprovider $(MATRIX_TESTS)
+
+test-matrix: $(foreach line,$(SPARK_LINES),test-line-$(basename $(line)))
+
+# The oldest line only: what CI runs beside `make test` (the newest line, whole suite).
+test-oldest: test-line-$(basename $(firstword $(SPARK_LINES)))
 
 lint: venv
 	$(VENV)/bin/ruff check .

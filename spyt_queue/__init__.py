@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 __version__ = "0.1.0"
@@ -39,13 +40,19 @@ def register(spark: Any) -> None:
     """
     # lazy: `import spyt_queue.local` (the embedded server) and the CLI load this package without Spark or the plugin
     from spyt_queue.datasource import YtQueueDataSource, seed_stream_runner_env
+    from spyt_queue.spark.compat import register_data_source
 
     seed_stream_runner_env(spark, YtQueueDataSource.name())  # the auto-discovered source, if any (every session)
     defaults = session_defaults(spark)
     if not defaults:
-        spark.dataSource.register(YtQueueDataSource)
+        register_data_source(spark, YtQueueDataSource)  # on PySpark 4.0 the discovered one stays: the same class
     else:
         configured = type("YtQueueDataSource", (YtQueueDataSource,), {"session_defaults": defaults})
         configured.__module__ = "__main__"  # pickled by value, so executors need no extra class
-        spark.dataSource.register(configured)
+        if not register_data_source(spark, configured):
+            warnings.warn(
+                "This PySpark (4.0) keeps the installed format('ytqueue'), so SPYT's session settings do not become "
+                f"its option defaults: set the options {', '.join(sorted(defaults))} on each writer instead",
+                stacklevel=2,
+            )
     seed_stream_runner_env(spark, YtQueueDataSource.name())  # queries of this source may then start at once

@@ -18,13 +18,14 @@ from pyspark.sql.datasource import (
     InputPartition,
     SimpleDataSourceStreamReader,
 )
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 from spyt_queue.connect import BATCH, LOAD, STREAM, prepare, source_kind
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
+from spyt_queue.spark import compat
 from spyt_queue.spark.batch_reader import QueueBatchReader
+from spyt_queue.spark.compat import SupportsTriggerAvailableNow
 from spyt_queue.spark.driver_reader import DriverStreamReader
 from spyt_queue.spark.errors import one_line, user_errors
 from spyt_queue.spark.stream_reader import QueueStreamReader
@@ -162,7 +163,7 @@ class YtQueueDataSource(DataSource):
             raise PySparkNotImplementedError(
                 errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "streamReader (read_mode=driver)"}
             )
-        return reader
+        return compat.stream_reader(reader)  # the PySpark line's way of telling the reader where batches start
 
     def simpleStreamReader(self, schema: StructType) -> SimpleDataSourceStreamReader:
         """``read_mode=driver``: the same reader, its batches read by the driver's Python runner

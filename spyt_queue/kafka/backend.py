@@ -24,7 +24,6 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -50,6 +49,7 @@ from spyt_queue.kafka.errors import (
 from spyt_queue.kafka.group_store import KafkaGroupStore
 from spyt_queue.kafka.subscription import Subscription, split_key
 from spyt_queue.offsets import sorted_partitions
+from spyt_queue.spark.compat import arrow_schema
 from spyt_queue.stores.base import OffsetStore
 
 log = logging.getLogger("spyt_queue.kafka")
@@ -199,7 +199,7 @@ class KafkaBackend(QueueBackend):
     ) -> Iterator[pa.RecordBatch]:
         topic, index = split_key(partition)
         if self._arrow_schema is None:
-            self._arrow_schema = to_arrow_schema(self.schema(), timezone="UTC")
+            self._arrow_schema = arrow_schema(self.schema())
         with pooled_consumer(self.config) as consumer:
             low = self._low_watermark(consumer, topic, index)
             if low > start:

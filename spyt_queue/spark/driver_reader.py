@@ -16,10 +16,10 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import SimpleDataSourceStreamReader
-from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
 from spyt_queue.errors import OptionError
 from spyt_queue.offsets import LATEST_ENDS
+from spyt_queue.spark.compat import SupportsTriggerAvailableNow
 from spyt_queue.spark.errors import one_line
 from spyt_queue.spark.stream_reader import QueueStreamReader
 

@@ -32,7 +32,6 @@ import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
-    DataSourceStreamArrowWriter,
     DataSourceStreamWriter,
     DataSourceWriter,
     WriterCommitMessage,
@@ -42,6 +41,7 @@ from pyspark.sql.types import StructType
 from spyt_queue.deadletter import BoundDeadLetters, log_batch
 from spyt_queue.errors import OptionError
 from spyt_queue.options import Options
+from spyt_queue.spark.compat import DataSourceStreamArrowWriter
 from spyt_queue.spark.errors import user_errors
 
 log = logging.getLogger("spyt_queue.sink")

@@ -16,11 +16,6 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (  # PySpark >= 4.2: admission control, AvailableNow
-    ReadAllAvailable,
-    ReadMaxRows,
-    SupportsTriggerAvailableNow,
-)
 
 from spyt_queue.backend import BatchJournal, PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
@@ -29,6 +24,7 @@ from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
+from spyt_queue.spark.compat import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 from spyt_queue.spark.partitions import (
     DataLossPolicy,
     JournaledPartition,

@@ -14,11 +14,11 @@ from typing import Any
 
 import pyarrow as pa
 import yt.yson as yson
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from spyt_queue.deadletter import BoundDeadLetters, yson_payload
 from spyt_queue.errors import BadRecordError
+from spyt_queue.spark.compat import arrow_schema
 from spyt_queue.yt.schema import YtColumn, YtSchema
 
 _EPOCH = dt.date(1970, 1, 1)
@@ -127,7 +127,7 @@ class RowConverter:
         """``dead_letters``: where rows that do not convert go (``deadLetter.*``); without it they stop the query."""
         self.schema = schema
         self.dead_letters = dead_letters
-        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        self.arrow_schema = arrow_schema(schema)
         self.include_service_columns = include_service_columns
         self.parsing_type_v3 = parsing_type_v3
         self.describe_source = describe_source

@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from spyt_queue.kafka.errors import is_transient_kafka_error
+from tests.queries import run_to_end
 
 
 @dataclass
@@ -159,14 +160,7 @@ def run_to_files(
     df: Any, checkpoint: str, path: str, available_now: bool = True, timeout: float = 120, **options: Any
 ) -> Any:
     """Run ``df`` (cast to strings) into a parquet directory until done; returns the finished query."""
-    query = start_to_files(df, checkpoint, path, {"availableNow": True} if available_now else {"once": True})
-    query.awaitTermination(timeout)
-    if query.isActive:
-        query.stop()
-        raise AssertionError("query did not finish in time")
-    if query.exception() is not None:
-        raise query.exception()
-    return query
+    return run_to_end(lambda trigger: start_to_files(df, checkpoint, path, trigger), available_now, timeout)
 
 
 def ids_in(spark: Any, path: str) -> list[int]:

@@ -201,9 +201,9 @@ def test_records_deleted_while_a_range_is_read_are_reported(topic) -> None:
     backend = KafkaBackend(
         {"bootstrap.servers": topic.bootstrap}, Subscription("subscribe", topics=(topic.name,)), topic.group
     )
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from spyt_queue.spark.compat import arrow_schema
 
-    backend._arrow_schema = to_arrow_schema(backend.schema(), timezone="UTC")
+    backend._arrow_schema = arrow_schema(backend.schema())
     for fail in (True, False):
         consumer = Consumer(consumer_config(backend.config))
         consumer.assign([TopicPartition(topic.name, 0, 2)])  # as if the range [2, 8) had started before the delete

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from spyt_queue.kafka.backend import KafkaBackend
 from spyt_queue.kafka.subscription import Subscription
+from spyt_queue.spark.compat import arrow_schema
 
 
 class _Consumer:
@@ -38,7 +38,7 @@ class _NoLoss:
 def _backend(poll_timeout_ms: int = 120_000) -> KafkaBackend:
     backend = KafkaBackend({"bootstrap.servers": "127.0.0.1:9"}, Subscription("subscribe", topics=("t",)), "g",
                            poll_timeout_ms=poll_timeout_ms)  # fmt: skip
-    backend._arrow_schema = to_arrow_schema(backend.schema(), timezone="UTC")
+    backend._arrow_schema = arrow_schema(backend.schema())
     return backend
 
 

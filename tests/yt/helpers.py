@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from spyt_queue.yt.admin import column, create_consumer, create_queue
+from tests.queries import run_to_end
 
 EVENT_SCHEMA = [column("id", "int64", required=True), column("payload", "string")]
 OUTPUT_SCHEMA = [
@@ -84,14 +85,7 @@ class Pipeline:
 
     def run(self, spark: Any, available_now: bool = True, timeout: float = 120, **options: Any) -> Any:
         """Run the standard pipeline to completion (AvailableNow, or Once) and return the query."""
-        query = self.start(spark, {"availableNow": True} if available_now else {"once": True}, **options)
-        query.awaitTermination(timeout)
-        if query.isActive:
-            query.stop()
-            raise AssertionError(f"query did not finish within {timeout}s")
-        if query.exception() is not None:
-            raise query.exception()
-        return query
+        return run_to_end(lambda trigger: self.start(spark, trigger, **options), available_now, timeout)
 
     def delete_checkpoint(self) -> None:
         """Remove the checkpoint directory (the restart then resumes from the consumer)."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from spyt_queue.errors import CommitError, DataLossError, SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.settings import ReaderSettings
+from spyt_queue.spark.compat import ReadAllAvailable, ReadMaxRows
 from spyt_queue.spark.partitions import DataLossPolicy
 from spyt_queue.spark.stream_reader import QueueStreamReader
 from spyt_queue.yt.admin import column, create_consumer, create_queue

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from spyt_queue.errors import DataLossError
+from spyt_queue.spark.compat import arrow_schema
 from spyt_queue.spark.partitions import DataLossPolicy
 from tests.contract.backends.harness import Harness, KafkaHarness, YtHarness
 
@@ -27,7 +27,7 @@ def log(request: pytest.FixtureRequest) -> Harness:
 
 def read(log: Harness, key: str, start: int, end: int, fail: bool = True) -> list[int]:
     backend = log.backend()
-    expected = to_arrow_schema(backend.schema(), timezone="UTC")
+    expected = arrow_schema(backend.schema())
     ids: list[int] = []
     for batch in backend.read_range(key, start, end, DataLossPolicy(fail)):
         assert isinstance(batch, pa.RecordBatch)
