@@ -403,11 +403,23 @@ def local(
     log_level: str = typer.Option(
         "WARNING", "--log-level", help="The server's log level on stderr: DEBUG, INFO, WARNING or ERROR."
     ),
+    token_file: Path = typer.Option(
+        None,
+        "--token-file",
+        help="A file holding the token every client must send (default: $YTQUEUE_LOCAL_TOKEN); required with a "
+        "--host other than loopback. Clients set YT_TOKEN to it.",
+    ),
 ) -> None:
-    """Run the embedded YTsaurus-compatible queue server in the foreground until interrupted."""
+    """Run the embedded YTsaurus-compatible queue server in the foreground until interrupted.
+
+    A development and test server: one root user, plain HTTP, no ACLs. It listens on 127.0.0.1 by default; any
+    other --host needs a token (YTQUEUE_LOCAL_TOKEN or --token-file)."""
     import logging
 
     from spyt_queue.local import serve
+    from spyt_queue.local.server import TOKEN_ENV, ExposedServerError
+
+    token = _secret_from_file(token_file, "--token-file") if token_file else os.environ.get(TOKEN_ENV) or None
 
     level = log_level.strip().upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
@@ -420,9 +432,14 @@ def local(
     def ready(proxy: str) -> None:
         console.print(f"ytqueue local server: proxy=[bold]{proxy}[/bold] data_dir={data_dir}")
         console.print(f"  export YT_PROXY={proxy}   # point yt.wrapper, the yt CLI and ytqueue at it; Ctrl-C stops")
+        if token:
+            where = token_file or f"${TOKEN_ENV}"
+            console.print(f"  export YT_TOKEN=...   # the token of {where}: every request needs it")
 
     try:
-        serve(host, port, data_dir, on_ready=ready, **settings)
+        serve(host, port, data_dir, on_ready=ready, token=token, **settings)
+    except ExposedServerError as error:
+        raise CliError(str(error)) from None
     except OSError as error:
         if error.errno == errno.EADDRINUSE:
             raise CliError(f"{host}:{port} is already in use: pick another --port (0 = any free port)") from error
@@ -644,6 +661,48 @@ def _check_kafka(bootstrap_servers: str) -> None:
         ) from None
 
 
+def _private_text(path: Path, option: str) -> str:
+    """The text of the file ``option`` names, which holds a secret: a warning on stderr when others may read it
+    (group or world permissions, as ssh warns of a private key), naming ``chmod 600``."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text()
+    except OSError as error:
+        raise CliError(f"cannot read {option} {path}: {error.strerror}") from None
+    if mode & 0o077:
+        typer.secho(
+            f"warning: {option} {path} is readable by others (permissions {mode & 0o777:04o}); it holds a secret: "
+            f"chmod 600 {path}",
+            err=True,
+            fg="yellow",
+        )
+    return text
+
+
+def _secret_from_file(path: Path, option: str) -> str:
+    """The first line of the file ``option`` names (a password or token kept off the command line)."""
+    lines = _private_text(path, option).splitlines()
+    return lines[0] if lines else ""
+
+
+def _kafka_settings(path: Path | None, bootstrap_servers: str | None) -> dict[str, str]:
+    """librdkafka settings for ``ytqueue status``: ``--kafka-config`` (``key=value`` lines, ``#`` comments, as a Kafka
+    client properties file) and ``--bootstrap-servers``."""
+    settings: dict[str, str] = {}
+    if path is not None:
+        for number, line in enumerate(_private_text(path, "--kafka-config").splitlines(), 1):
+            line = line.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            key, equals, value = line.partition("=")
+            if not equals or not key.strip():
+                raise CliError(f"--kafka-config {path}, line {number}: expected key=value")
+            settings[key.strip()] = value.strip()
+    if bootstrap_servers:
+        settings["bootstrap.servers"] = bootstrap_servers
+    return settings
+
+
 def _store_credentials(store: str | None, user: str | None, password_file: Path | None) -> Any:
     """The credentials of ``--store``: ``--store-user``, and the password from ``--store-password-file`` (its first
     line) or ``$SPYT_STORE_PASSWORD``, so that it is on no command line."""
@@ -655,15 +714,17 @@ def _store_credentials(store: str | None, user: str | None, password_file: Path 
         return None
     password = os.environ.get(STORE_PASSWORD_ENV) or None
     if password_file is not None:
-        try:
-            lines = password_file.read_text().splitlines()
-        except OSError as error:
-            raise CliError(f"cannot read --store-password-file {password_file}: {error.strerror}") from None
-        password = lines[0] if lines else ""
+        password = _secret_from_file(password_file, "--store-password-file")
     return StoreCredentials(user or None, password)
 
 
-def _dead_letter_status(path: str | None, topic: str | None, proxy: str | None, bootstrap_servers: str | None) -> None:
+def _dead_letter_status(
+    path: str | None,
+    topic: str | None,
+    proxy: str | None,
+    bootstrap_servers: str | None,
+    kafka: dict[str, str] | None = None,
+) -> None:
     """Print the dead letters held per partition of a dead-letter table or topic, and their total."""
     from spyt_queue.lag import dead_letter_counts
 

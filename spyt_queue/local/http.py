@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import sys
@@ -32,6 +33,18 @@ log = logging.getLogger("spyt_queue.local")
 # response; larger ones stream with chunked encoding and report late errors in trailers.
 BUFFER_LIMIT = 8 * 1024 * 1024
 STREAM_CHUNK = 1 << 20
+#: Largest request body the server takes, after decompression (a 1 MiB gzip body may inflate to gigabytes).
+DEFAULT_MAX_REQUEST_BYTES = 256 * 1024 * 1024
+#: Seconds a connection may stay silent (between requests, or mid-request) before the server closes it.
+DEFAULT_IDLE_TIMEOUT_S = 120.0
+#: YT's authentication error code (NRpc::EErrorCode::AuthenticationError), sent with HTTP 401.
+AUTHENTICATION_ERROR = 111
+#: Paths answered without a token: the API's discovery, which yt.wrapper asks before any command.
+PUBLIC_PATHS = ("/api", "/api/v4", "/hosts", "/ping", "/version")
+
+
+class RequestTooLargeError(YtError):
+    """A request body over the server's limit (its remaining bytes are not read: the connection is closed)."""
 
 
 class LocalYtHttpServer(ThreadingHTTPServer):
@@ -41,8 +54,21 @@ class LocalYtHttpServer(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 256
 
-    def __init__(self, address: tuple[str, int], state: State) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        state: State,
+        token: str | None = None,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT_S,
+    ) -> None:
+        """``token``: when given, every command needs ``Authorization: OAuth <token>`` (what yt.wrapper sends for
+        ``YT_TOKEN``), else HTTP 401. ``max_request_bytes``: the largest request body, after decompression.
+        ``idle_timeout``: seconds a connection may stay silent before it is closed (None: never)."""
         self.state = state
+        self.token = token
+        self.max_request_bytes = max_request_bytes
+        self.idle_timeout = idle_timeout
         super().__init__(address, Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -63,6 +89,11 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: LocalYtHttpServer
 
+    def setup(self) -> None:
+        """Apply the server's idle timeout to the connection (``http.server`` closes it on a timed-out read)."""
+        self.timeout = self.server.idle_timeout
+        super().setup()
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - %s", self.address_string(), format % args)
 
@@ -77,9 +108,20 @@ class Handler(BaseHTTPRequestHandler):
     def do_PUT(self) -> None:
         self._dispatch()
 
+    def _too_large(self, what: str) -> RequestTooLargeError:
+        self.close_connection = True  # the rest of the body is not read
+        limit = self.server.max_request_bytes
+        return RequestTooLargeError(
+            f"Request body is too large: {what} exceeds the local server's limit of {limit} bytes "
+            "(python -m spyt_queue.local --max-request-bytes); send smaller batches",
+            attributes={"max_request_bytes": limit},
+        )
+
     def _read_body(self) -> bytes:
+        limit = self.server.max_request_bytes
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             parts = []
+            total = 0
             while True:
                 line = self.rfile.readline()
                 size = int(line.split(b";", 1)[0].strip() or b"0", 16)
@@ -87,33 +129,85 @@ class Handler(BaseHTTPRequestHandler):
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     break
+                total += size
+                if total > limit:
+                    raise self._too_large("the chunked body")
                 parts.append(self.rfile.read(size))
                 self.rfile.readline()
             return b"".join(parts)
         length = int(self.headers.get("Content-Length") or 0)
+        if length > limit:
+            raise self._too_large(f"Content-Length {length}")
         return self.rfile.read(length) if length else b""
 
     def _decode_body(self, body: bytes) -> bytes:
         encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
         if not body or encoding in ("identity", ""):
             return body
+        limit = self.server.max_request_bytes
         if encoding in ("gzip", "deflate", "x-gzip"):
             # yt.wrapper labels a zlib (RFC 1950) stream "gzip"; wbits=47 accepts zlib and gzip framing.
             try:
-                return zlib.decompressobj(wbits=47).decompress(body)
+                return self._inflate(zlib.decompressobj(wbits=47), body, limit, encoding)
             except zlib.error:
-                return zlib.decompressobj(wbits=-15).decompress(body)
+                return self._inflate(zlib.decompressobj(wbits=-15), body, limit, encoding)
         if encoding == "br":
             if brotli is None:
                 raise YtError('Content encoding "br" needs the brotli module on the server')
-            return brotli.decompress(body)
+            return self._inflate_brotli(body, limit)
         raise YtError(f"Unsupported content encoding {encoding!r}")
+
+    def _inflate(self, inflater: Any, body: bytes, limit: int, encoding: str) -> bytes:
+        """``body`` through a zlib ``inflater``, 1 MiB of output at a time, refused once it passes ``limit``."""
+        parts: list[bytes] = []
+        total = 0
+        pending = body
+        while pending and not inflater.eof:
+            part = inflater.decompress(pending, STREAM_CHUNK)
+            pending = inflater.unconsumed_tail
+            total += len(part)
+            if total > limit:
+                raise self._too_large(f"the {encoding} body inflated to more than {limit} bytes, which")
+            parts.append(part)
+            if not part and not pending:
+                break
+        rest = inflater.flush()
+        if total + len(rest) > limit:
+            raise self._too_large(f"the {encoding} body inflated to more than {limit} bytes, which")
+        return b"".join([*parts, rest])
+
+    def _inflate_brotli(self, body: bytes, limit: int) -> bytes:
+        """``body`` decompressed, in bounded steps where the brotli module allows (``output_buffer_limit``)."""
+        decompressor = brotli.Decompressor()
+        try:
+            data = decompressor.process(body, output_buffer_limit=limit + 1)
+        except TypeError:  # an older brotli: no bounded output
+            data = brotli.decompress(body)
+        if len(data) > limit:
+            raise self._too_large(f"the br body inflated to more than {limit} bytes, which")
+        return data
+
+    def _check_token(self, path: str) -> None:
+        """Refuse a command without the server's token (when it has one), as YT's proxies do: HTTP 401."""
+        token = self.server.token
+        if token is None or path in PUBLIC_PATHS:
+            return
+        scheme, _, given = (self.headers.get("Authorization") or "").strip().partition(" ")
+        if scheme.lower() in ("oauth", "bearer") and hmac.compare_digest(given.strip().encode(), token.encode()):
+            return
+        self.close_connection = True  # the body is not read
+        raise YtError(
+            "Authentication failed: this local server requires a token (set YT_TOKEN to the token it was started "
+            "with)",
+            code=AUTHENTICATION_ERROR,
+        )
 
     def _dispatch(self) -> None:
         header_format = "json"
         try:
             url = urllib.parse.urlsplit(self.path)
             path = url.path.rstrip("/") or "/"
+            self._check_token(path)
             body = self._read_body()
             if path in ("/api", "/api/"):
                 self._send_json(["v3", "v4"])
@@ -189,8 +283,11 @@ class Handler(BaseHTTPRequestHandler):
             "X-YT-Response-Code": str(error.code),
             "X-YT-Response-Message": _header_safe(error.message),
         }
+        status = 401 if error.code == AUTHENTICATION_ERROR else 400
+        if isinstance(error, RequestTooLargeError):
+            headers["Connection"] = "close"
         try:
-            self._send_raw(400, payload.encode("utf-8"), "application/json", headers)
+            self._send_raw(status, payload.encode("utf-8"), "application/json", headers)
         except OSError:
             pass
 
