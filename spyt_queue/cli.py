@@ -452,6 +452,12 @@ def status(
     consumer: str = typer.Option(None, help="YT consumer table whose committed offsets are shown."),
     proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
     bootstrap_servers: str = typer.Option(None, "--bootstrap-servers", help="Kafka brokers (instead of YT)."),
+    kafka_config: Path = typer.Option(
+        None,
+        "--kafka-config",
+        help="A file of librdkafka settings (key=value lines: security.protocol, sasl.*, ssl.*) for a secured "
+        "broker, as the query's kafka.* options.",
+    ),
     topic: str = typer.Option(None, help="Kafka topic(s), comma-separated."),
     group: str = typer.Option(None, help="Kafka consumer group whose committed offsets are shown."),
     store: str = typer.Option(
@@ -481,6 +487,7 @@ def status(
     from spyt_queue.stores.registry import check_uri, is_native, open_store, uri_password
 
     credentials = _store_credentials(store, store_user, store_password_file)
+    kafka = _kafka_settings(kafka_config, bootstrap_servers)
     check_uri(store, credentials)
     if uri_password(store):
         typer.secho(
@@ -490,7 +497,7 @@ def status(
             fg="yellow",
         )
     if dead_letter or dead_letter_topic:
-        _dead_letter_status(dead_letter, dead_letter_topic, proxy, bootstrap_servers)
+        _dead_letter_status(dead_letter, dead_letter_topic, proxy, bootstrap_servers, kafka)
         if not (queue or topic):
             return
 
@@ -502,10 +509,10 @@ def status(
 
         if not topic or not (group or store):
             raise CliError("Kafka status needs --topic and --group (or --store)")
-        _check_kafka(bootstrap_servers)
+        _check_kafka(bootstrap_servers, kafka)
         topics = tuple(t.strip() for t in topic.split(",") if t.strip())
         subscription = Subscription("subscribe", topics=topics)
-        backend: Any = KafkaBackend({"bootstrap.servers": bootstrap_servers}, subscription, group or "")
+        backend: Any = KafkaBackend(kafka, subscription, group or "")
         title = f"{topic} via group {group}"
         if not (group or offsets_group):
             from spyt_queue.kafka.options import default_group_id
@@ -644,15 +651,16 @@ def _store_groups(offsets: Any) -> list[str] | None:
         return None
 
 
-def _check_kafka(bootstrap_servers: str) -> None:
+def _check_kafka(bootstrap_servers: str, settings: dict[str, str] | None = None) -> None:
     """One line naming the brokers, within about :data:`CONNECT_TIMEOUT_S` each for the TCP connection and the
-    metadata request, unless a broker answers (librdkafka alone retries for minutes)."""
+    metadata request (with the ``--kafka-config`` ``settings``: TLS, SASL), unless a broker answers (librdkafka alone
+    retries for minutes)."""
     from spyt_queue.errors import UnreachableError
     from spyt_queue.kafka.clients import check_brokers_reachable
 
     check_endpoints("kafka", bootstrap_servers, "--bootstrap-servers")
     try:
-        check_brokers_reachable({"bootstrap.servers": bootstrap_servers}, CONNECT_TIMEOUT_S)
+        check_brokers_reachable({**(settings or {}), "bootstrap.servers": bootstrap_servers}, CONNECT_TIMEOUT_S)
     except UnreachableError:
         raise CliError(
             f"Kafka at {bootstrap_servers} accepts connections but answered no metadata request within "
@@ -733,10 +741,10 @@ def _dead_letter_status(
     if topic:
         if not bootstrap_servers:
             raise CliError("--dead-letter-topic needs --bootstrap-servers")
-        _check_kafka(bootstrap_servers)
+        _check_kafka(bootstrap_servers, kafka)
         from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
 
-        target: Any = KafkaDeadLetterTarget({"bootstrap.servers": bootstrap_servers}, topic)
+        target: Any = KafkaDeadLetterTarget({**(kafka or {}), "bootstrap.servers": bootstrap_servers}, topic)
     else:
         from spyt_queue.yt.backend import YtConnection
         from spyt_queue.yt.deadletter import YtDeadLetterTarget

@@ -50,7 +50,11 @@ DEAD_LETTER_OPTIONS = (
     Option(TOPIC_OPTION, "Kafka topic for records that are refused (instead of a table)", modes=_EVERYWHERE),
     Option(CREATE_OPTION, "create the table or topic when missing", kind="bool", default=False, modes=_EVERYWHERE),
     Option(PROXY_OPTION, "cluster of deadLetter.path; default: the query's proxy", modes=_EVERYWHERE),
-    Option(TOKEN_OPTION, "token for deadLetter.proxy; default: the query's token", modes=_EVERYWHERE),
+    Option(
+        TOKEN_OPTION,
+        "token for deadLetter.proxy; default: the query's token on the query's cluster, else YT_TOKEN",
+        modes=_EVERYWHERE,
+    ),
 )
 #: librdkafka settings of the dead-letter producer (checked by :mod:`spyt_queue.deadletter_targets`).
 DEAD_LETTER_KAFKA = Option(

@@ -38,7 +38,7 @@ READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
 
 
-_REACHED: set[str] = set()  # bootstrap servers this process already reached
+_REACHED: set[str] = set()  # connection settings (brokers, security) this process already reached
 
 
 def _key(config: Mapping[str, Any]) -> str:
@@ -59,6 +59,39 @@ def quiet(config: Mapping[str, Any]) -> dict[str, Any]:
     if "logger" not in settings and "log_level" not in settings and "debug" not in settings:
         settings["logger"] = _DebugLog()
     return settings
+
+
+#: librdkafka settings of the connection itself (brokers, TLS, SASL, client identity, sockets): what an admin client
+#: or a metadata consumer made from a producer's or consumer's configuration must keep, or on a secured broker it
+#: could only time out.
+CONNECTION_PREFIXES = (
+    "bootstrap.servers",
+    "metadata.broker.list",
+    "security.protocol",
+    "sasl.",
+    "ssl.",
+    "ssl_",
+    "enable.ssl.",
+    "oauth_cb",
+    "client.id",
+    "client.dns.lookup",
+    "client.rack",
+    "socket.",
+    "broker.",
+    "api.version",
+    "reconnect.",
+    "connections.max.idle.ms",
+    "metadata.",
+    "topic.metadata.",
+    "log_level",
+    "debug",
+)
+
+
+def connection_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of ``config`` that say how to reach and authenticate to the brokers (:data:`CONNECTION_PREFIXES`),
+    without a producer's or consumer's own (``acks``, ``enable.idempotence``, ``group.id``)."""
+    return {key: value for key, value in config.items() if key.startswith(CONNECTION_PREFIXES)}
 
 
 def admin_client(config: Mapping[str, Any]) -> AdminClient:
@@ -92,7 +125,8 @@ def check_brokers_reachable(
     request. librdkafka keeps reconnecting on its own; this bounds the wait and says which endpoint it was.
     Servers reached once are not checked again in this process."""
     servers = str(config.get("bootstrap.servers", ""))
-    if servers in _REACHED:
+    reached = _key(connection_settings(config))  # the same brokers over TLS or SASL are another check
+    if reached in _REACHED:
         return
     settings = quiet(config)
     settings.setdefault("socket.connection.setup.timeout.ms", int(max(1.0, min(timeout_s, 30.0)) * 1000))
@@ -111,7 +145,7 @@ def check_brokers_reachable(
     finally:
         del admin  # its threads stop; librdkafka's queued log lines go with it
     with _LOCK:
-        _REACHED.add(servers)
+        _REACHED.add(reached)
 
 
 def isolation_level(config: Mapping[str, Any]) -> str:

@@ -71,14 +71,26 @@ def _schema_text() -> str:
     return ",".join(f"{c['name']}:{c['type']}" for c in DEAD_LETTER_SCHEMA)
 
 
+def _cluster(proxy: str | None) -> str:
+    """``proxy`` compared as a cluster: without scheme, trailing ``/`` and case (``http://Host:80/`` = ``host:80``)."""
+    text = (proxy or "").strip().lower().rstrip("/")
+    return text.partition("://")[2] if "://" in text else text
+
+
 def target_from_options(options: Options, path: str, create: bool) -> YtDeadLetterTarget:
     """``deadLetter.path`` as a target: it connects with ``deadLetter.proxy``/``deadLetter.token``, else the query's
-    ``proxy``/``token`` (and ``yt.*``), else ``YT_PROXY``."""
+    ``proxy``/``token`` (and ``yt.*``), else ``YT_PROXY``. The query's ``token`` (and ``yt.token``) goes only to the
+    query's own cluster: with a ``deadLetter.proxy`` naming another one, ``deadLetter.token`` (else ``YT_TOKEN``)
+    is used."""
     path = plain_cypress_path(PATH_OPTION, path)
     raw = options.raw()
     proxy = options.get_str(PROXY_OPTION) or options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")
     if not proxy:
         raise OptionError(PROXY_OPTION, "deadLetter.path needs a YT proxy: set deadLetter.proxy (or YT_PROXY)")
+    query_proxy = options.get_str("proxy", None, "cluster") or os.environ.get("YT_PROXY")
+    if _cluster(proxy) != _cluster(query_proxy):  # the query's token belongs to the query's cluster only
+        for name in [key for key in raw if key.lower() in ("token", "yt.token")]:
+            del raw[name]
     raw["proxy"] = proxy
     token = options.get_str(TOKEN_OPTION)
     if token:
