@@ -97,6 +97,7 @@ class KafkaBackend(QueueBackend):
         self.request_timeout_s = request_timeout_s
         self.consume_batch = consume_batch
         self._arrow_schema: pa.Schema | None = None
+        self._last_transient: str | None = None  # the last broker error event of the range being read (text)
 
     @property
     def source_id(self) -> str:
@@ -215,27 +216,41 @@ class KafkaBackend(QueueBackend):
 
     def _low_watermark(self, consumer: Any, topic: str, index: int) -> int:
         """First available offset. A pooled consumer may not know a partition added since it last looked (its
-        metadata is refreshed, 10 times at most); a transient error (the broker restarting) is retried until
-        ``kafkaConsumer.pollTimeoutMs`` has passed."""
-        deadline = time.monotonic() + self.poll_timeout_ms / 1000
+        metadata is refreshed, 10 times at most); a transient error (the broker restarting, the partition's leader
+        down) is retried until ``kafkaConsumer.pollTimeoutMs`` has passed, then fails the task with
+        :class:`UnreachableError` (:meth:`_unreachable`)."""
+        started = time.monotonic()
+        deadline = started + self.poll_timeout_ms / 1000
         unknown = 0
         while True:
+            timeout = max(0.1, min(self.request_timeout_s, deadline - time.monotonic()))
             try:
                 if unknown:
-                    consumer.list_topics(topic, timeout=self.request_timeout_s)  # refresh metadata
-                low, _high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, index), timeout=self.request_timeout_s
-                )
+                    consumer.list_topics(topic, timeout=timeout)  # refresh metadata
+                low, _high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=timeout)
                 return int(low)
             except KafkaException as error:
                 code = error.args[0].code()
                 if code == KafkaError._UNKNOWN_PARTITION and unknown < 9:
                     unknown += 1
-                elif not is_transient_code(error.args[0]) or time.monotonic() > deadline:
+                elif not is_transient_code(error.args[0]):
                     raise
+                elif time.monotonic() >= deadline:
+                    raise self._unreachable(f"{topic}:{index}", "its first offset", started, error) from None
                 else:
                     log.info("waiting for the broker of %s:%d (%s)", topic, index, error)
                 time.sleep(0.2)
+
+    def _unreachable(self, partition: str, what: str, started: float, error: object) -> UnreachableError:
+        """The one-line error of a read that got no answer for ``kafkaConsumer.pollTimeoutMs`` (the partition's
+        leader down, all brokers down), as Spark's Kafka source fails a task whose poll times out."""
+        return UnreachableError(
+            f"No broker answered for {self.describe(partition)} while reading {what} "
+            f"({(time.monotonic() - started) * 1000:.0f} ms, kafkaConsumer.pollTimeoutMs={self.poll_timeout_ms}; "
+            f"last error: {error}): its leader is down or unreachable. Spark retries the task "
+            "(spark.task.maxFailures), then fails the query; restart it once the partition has a leader "
+            "(raise kafkaConsumer.pollTimeoutMs to wait longer)"
+        )
 
     def _consume(
         self, consumer: Any, topic: str, index: int, start: int, end: int, partition: str, on_data_loss: DataLossHandler
@@ -248,17 +263,21 @@ class KafkaBackend(QueueBackend):
         (rare) error events are inspected in Python, never every record.
         """
         position = start
-        deadline = time.monotonic() + self.poll_timeout_ms / 1000
+        waiting_since = time.monotonic()
+        self._last_transient = None
         while position < end:
             batch, position = self._poll(consumer, topic, index, position, end, partition, on_data_loss)
             if batch is not None:
-                deadline = time.monotonic() + self.poll_timeout_ms / 1000
+                waiting_since = time.monotonic()
                 yield batch
                 continue
             next_offset = consumer.position([TopicPartition(topic, index)])[0].offset
             if next_offset >= 0:
                 position = max(position, next_offset)
-            if position < end and time.monotonic() > deadline:
+            if position < end and (time.monotonic() - waiting_since) * 1000 > self.poll_timeout_ms:
+                if self._last_transient is not None:  # the broker said why: its leader is away
+                    what = f"offset {position} (batch ends at {end})"
+                    raise self._unreachable(partition, what, waiting_since, self._last_transient)
                 raise SpytQueueError(
                     f"Timed out after {self.poll_timeout_ms} ms reading {self.describe(partition)} at offset "
                     f"{position} (batch ends at {end}); raise kafkaConsumer.pollTimeoutMs if the broker is slow"
@@ -291,6 +310,7 @@ class KafkaBackend(QueueBackend):
                     if error.code() == KafkaError._PARTITION_EOF:
                         seen_to = max(seen_to, message.offset())  # everything before the EOF offset was seen
                     elif is_transient_code(error):  # librdkafka reconnects; _consume bounds the wait
+                        self._last_transient = str(error)
                         log.info("%s: %s; waiting for the broker", self.describe(partition), error)
                     elif error.code() == KafkaError._AUTO_OFFSET_RESET:
                         low = self._low_watermark(consumer, topic, index)
