@@ -113,6 +113,8 @@ class YtSource(SourceKind):
             for name in option_names(KAFKA_SOURCE_OPTIONS, TIMESTAMP_OPTIONS)
             if name.lower() not in own
         }
+        # never given here (it makes the source a Kafka one): listed so that a near miss gets its did-you-mean
+        hints[KAFKA_BOOTSTRAP] = "it makes the source read Kafka topics"
         without_dead_letter_kafka(options).check_known(self.declared(), self.what, hints=hints)
 
     def backend(self, options: Options, streaming: bool) -> QueueBackend:

@@ -222,12 +222,14 @@ class Options:
         declared = [entry for entry in known if isinstance(entry, Option)]
         names = [entry for entry in known if isinstance(entry, str)]
         canonical = {name.lower(): name for name in (*names, *option_names(declared))}
-        open_prefixes = tuple(prefix.lower() for prefix in (*prefixes, *option_prefixes(declared)))
+        # one entry per prefix: a sink's pass-through prefix is often declared by its options too ("yt.*, yt.*")
+        open_prefixes = tuple(dict.fromkeys(prefix.lower() for prefix in (*prefixes, *option_prefixes(declared))))
+        elsewhere = {name.lower(): name for name in (hints or {})}
         for key in sorted(self._raw):
             if key in canonical or (open_prefixes and key.startswith(open_prefixes)):
                 continue
             hint = {name.lower(): text for name, text in (hints or {}).items()}.get(key, "")
-            raise OptionError(key, unknown_option_message(key, canonical, what, open_prefixes, hint))
+            raise OptionError(key, unknown_option_message(key, canonical, what, open_prefixes, hint, elsewhere))
 
     def with_prefix(self, prefix: str) -> dict[str, str]:
         """Options starting with ``prefix``, prefix removed (pass-through configuration)."""
@@ -282,13 +284,25 @@ def connect_timeout(options: Options) -> float:
 
 
 def unknown_option_message(
-    key: str, canonical: Mapping[str, str], what: str, prefixes: tuple[str, ...] = (), hint: str = ""
+    key: str,
+    canonical: Mapping[str, str],
+    what: str,
+    prefixes: tuple[str, ...] = (),
+    hint: str = "",
+    elsewhere: Mapping[str, str] | None = None,
 ) -> str:
-    """The reason an unknown option is refused, with the closest known name (``did you mean``) or the open prefixes."""
+    """The reason an unknown option is refused, with the closest known name (``did you mean``) or the open prefixes.
+
+    ``elsewhere`` (lower-cased name -> name): options of another source or sink (``kafka.bootstrap.servers`` on a
+    YT source); a near miss of one of them is suggested too, so ``kafka.bootstrap.server`` gets its did-you-mean."""
     message = f"not an option of {what}"
     if hint:
         return f"{message}: {hint}"
     close = difflib.get_close_matches(key, list(canonical), n=1, cutoff=0.6)
+    if not close and elsewhere:
+        near = difflib.get_close_matches(key, list(elsewhere), n=1, cutoff=0.8)
+        if near:
+            return f"{message}; did you mean '{elsewhere[near[0]]}'?"
     if not close:  # a misspelt prefix (kafak.bootstrap.servers): compare with the prefix put back
         for prefix in prefixes:
             head, dot, tail = key.partition(".")

@@ -6,7 +6,8 @@ its own messages, and adds two of its own:
 
 * the password of a URI (``zookeeper://user:password@host/...``) is replaced by ``***`` (:func:`mask_uri`);
 * an invalid option value is echoed only when it is short (:data:`SHOWN_CHARS` characters at most); a longer one
-  (a token pasted into the wrong option) shows its first 3 characters and its length (:func:`shown`).
+  (a token pasted into the wrong option) shows its first 3 characters and its length (:func:`shown`), except a
+  mistyped URI (``zookeeper:/zk:2181/spyt``), shown whole with only its password masked, so the typo can be seen.
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ def mask_uri(uri: str) -> str:
     return f"{parts.scheme}://{head}?{'&'.join(pairs)}"
 
 
+#: A URI with its ``://`` mistyped (``zookeeper:/zk:2181``, ``zookeeper//zk:2181``, ``zookeeper:u:pw@zk``): a
+#: lower-case scheme and what stands for ``://``, then the rest, whose user information :func:`shown` masks as
+#: :func:`mask_uri` does. ``name:value`` without ``/`` after the colon and without ``@`` may be ``user:password``,
+#: and a token holds no ``:``: neither is taken for a URI.
+_MISTYPED_URI = re.compile(r"([a-z][a-z0-9+.\-]*(?::/{1,3}|/{2,3}|:(?=\S*@)))(\S+)\Z")
+
+
 def shown(option: str, value: Any) -> str:
     """How an error message names the value ``value`` given to ``option``: Spark's ``*********(redacted)`` for an
     option whose name Spark redacts, a URI with its password masked, a short value quoted in full, and a long one
@@ -109,6 +117,9 @@ def shown(option: str, value: Any) -> str:
     text = str(value)
     if "://" in text:
         return repr(mask_uri(text))
+    mistyped = _MISTYPED_URI.match(text)
+    if mistyped:  # a mistyped URI (zookeeper:/zk:2181/spyt): shown whole, so the typo can be seen, its password masked
+        return repr(mistyped.group(1) + mask_uri("x://" + mistyped.group(2))[len("x://") :])
     if len(text) > SHOWN_CHARS:
         return f"{(text[:3] + '…')!r} ({len(text)} characters)"
     return repr(text)

@@ -66,3 +66,23 @@ def _codes(error: Any) -> set[int]:
 def has_code(error: BaseException, code: int) -> bool:
     """Whether a ``YtResponseError`` carries ``code`` anywhere in its error tree."""
     return isinstance(error, YtResponseError) and code in _codes(error.error)
+
+
+#: Cypress could not resolve a path: the node does not exist (NYTree::EErrorCode::ResolveError).
+RESOLVE_ERROR = 500
+
+
+def yt_message(error: BaseException) -> str:
+    """``error`` as one line: the messages of a ``YtResponseError``'s tree from the outside in (each once), without
+    yt.wrapper's request details; any other error's text with its whitespace folded."""
+    if not isinstance(error, YtResponseError):
+        return " ".join(str(error).split()) or type(error).__name__
+    messages: list[str] = []
+    node: Any = error.error
+    while isinstance(node, Mapping):
+        message = " ".join(str(node.get("message", "")).split())
+        if message and message not in messages:
+            messages.append(message)
+        inner = node.get("inner_errors") or []
+        node = inner[0] if inner else None
+    return ": ".join(messages) or type(error).__name__

@@ -130,8 +130,9 @@ def yt_backend_from_options(options: Options, streaming: bool) -> YtQueueBackend
     if streaming and not consumer:
         raise OptionError(
             "consumer_path",
-            "a streaming read needs a consumer table (create one with `yt create queue_consumer //path` and "
-            "register it with register_queue_consumer); ytqueue commits progress there after each batch",
+            "a streaming read needs a consumer table, where ytqueue commits progress after each batch: create and "
+            f"register one with `ytqueue create-consumer //path/to/consumer --queue {path}` and pass it with "
+            ".option('consumer_path', '//path/to/consumer')",
         )
     parsing_type_v3 = options.value(PARSING_TYPE_V3)
     include_service_columns = options.value(INCLUDE_SERVICE_COLUMNS)

@@ -91,6 +91,11 @@ class YtColumn:
         return _strip_optional(self.type_v3)
 
     @property
+    def type_text(self) -> str:
+        """The column's type as YT writes it in a schema (``int64``, ``optional<int64>``): see :func:`type_text`."""
+        return type_text(self.type_v3)
+
+    @property
     def is_composite(self) -> bool:
         """Whether the column holds a composite value (YSON bytes unless ``parsing_type_v3``)."""
         return isinstance(self.base_type, Mapping) and self.base_type.get("type_name") not in ("decimal",)
@@ -159,6 +164,28 @@ def _normalize(type_v3: Any) -> Any:
     if isinstance(type_v3, bytes):
         return type_v3.decode()
     return type_v3 if not isinstance(type_v3, str) else str(type_v3)
+
+
+def type_text(type_v3: Any) -> str:
+    """A type_v3 description as text, in YT's own notation for messages: ``int64``, ``optional<int64>``,
+    ``list<string>``, ``struct<a:int64;b:string>``, ``dict<string,int64>``, ``decimal(10,2)`` (never the raw dict)."""
+    if not isinstance(type_v3, Mapping):
+        return str(type_v3)
+    name = str(type_v3.get("type_name", "?"))
+    if name == "decimal":
+        return f"decimal({type_v3.get('precision')},{type_v3.get('scale')})"
+    if name in ("optional", "list"):
+        return f"{name}<{type_text(type_v3.get('item'))}>"
+    if name == "tagged":
+        return f"tagged<{type_text(type_v3.get('item'))},{type_v3.get('tag')!r}>"
+    if name == "dict":
+        return f"dict<{type_text(type_v3.get('key'))},{type_text(type_v3.get('value'))}>"
+    if name in ("struct", "variant") and "members" in type_v3:
+        members = ";".join(f"{m.get('name')}:{type_text(m.get('type'))}" for m in type_v3["members"])
+        return f"{name}<{members}>"
+    if name in ("tuple", "variant") and "elements" in type_v3:
+        return f"{name}<{','.join(type_text(e.get('type')) for e in type_v3['elements'])}>"
+    return name
 
 
 def _is_optional(type_v3: Any) -> bool:

@@ -31,6 +31,7 @@ from spyt_queue.spark.sink_skeleton import (
 )
 from spyt_queue.yt.batch_journal import request_journal, task_batch
 from spyt_queue.yt.declarations import YT_CONFIG_PREFIX, YT_CONNECTION_OPTIONS, YT_SOURCE_OPTIONS
+from spyt_queue.yt.errors import RESOLVE_ERROR, has_code, yt_message
 from spyt_queue.yt.options import reachable_connection
 from spyt_queue.yt.schema import YtSchema
 from spyt_queue.yt.table_writer import DEFAULT_SESSION_PREFIX, YtTableWriter, check_schema
@@ -152,6 +153,33 @@ def task_session_prefix(writer: YtTableWriter) -> str:
     return f"spyt-{query_id}" if query_id else DEFAULT_SESSION_PREFIX
 
 
+#: ``ytqueue create-table --schema`` types for Spark's simple types (the type mapping of docs/writing-yt.md).
+_CREATE_TABLE_TYPES = {
+    "string": "string",
+    "binary": "string",
+    "bigint": "int64",
+    "int": "int32",
+    "smallint": "int16",
+    "tinyint": "int8",
+    "double": "double",
+    "float": "float",
+    "boolean": "boolean",
+    "timestamp": "timestamp",
+    "timestamp_ntz": "timestamp",
+    "date": "date",
+}
+
+
+def create_table_schema(schema: StructType) -> str:
+    """The ``--schema`` of ``ytqueue create-table`` for a table ``schema`` (a DataFrame's) fits: ``name:type`` per
+    column, ``:required`` for a non-nullable one; a type without a simple YT counterpart is shown as ``TYPE``."""
+    columns = []
+    for f in schema.fields:
+        yt_type = _CREATE_TABLE_TYPES.get(f.dataType.simpleString(), "TYPE")
+        columns.append(f"{f.name}:{yt_type}" + ("" if f.nullable else ":required"))
+    return ",".join(columns)
+
+
 def table_writer_from_options(options: Options, schema: StructType) -> YtTableWriter:
     """Validate the sink options and the DataFrame schema against the target table, before any write."""
     check_sink_options(options, YT_SINK_OPTIONS, YT_SINK_WHAT, YT_CONFIG_PREFIX, YT_SOURCE_OPTIONS)
@@ -163,8 +191,15 @@ def table_writer_from_options(options: Options, schema: StructType) -> YtTableWr
     client = connection.client()
     try:
         attrs = client.get(path, attributes=["type", "dynamic", "schema", "tablet_state"]).attributes
-    except Exception as error:
-        raise SpytQueueError(f"Output table {path} can not be read on {connection.proxy}: {error}") from error
+    except Exception as error:  # one line: yt.wrapper's text of a YT error runs to some 50 lines of request details
+        if has_code(error, RESOLVE_ERROR):
+            raise SpytQueueError(
+                f"Output table {path} does not exist on {connection.proxy}: create it, e.g. "
+                f"`ytqueue create-table {path} --schema {create_table_schema(schema)}` (an ordered table; add "
+                "--sorted-by KEY,... for a sorted one)"
+            ) from None
+        reason = yt_message(error)
+        raise SpytQueueError(f"Output table {path} can not be read on {connection.proxy}: {reason}") from None
     if attrs.get("type") != "table" or not attrs.get("dynamic"):
         raise SpytQueueError(f"{path} is not a dynamic table: ytqueue writes ordered or sorted dynamic tables")
     if attrs.get("tablet_state") != "mounted":

@@ -150,17 +150,19 @@ def check_schema(df_schema: StructType, table: YtSchema, path: str, drop: Iterab
             continue
         if isinstance(f.dataType, NullType) and column.required:
             problems.append(
-                f"column {f.name!r} is always null (void) in the DataFrame but required ({column.type_v3}) in the table"
+                f"column {f.name!r} is always null (void) in the DataFrame but required ({column.type_text}) in the "
+                "table"
             )
         elif not _compatible(f.dataType, column):
             problems.append(
-                f"column {f.name!r} is {f.dataType.simpleString()} in the DataFrame but {column.type_v3} in the table"
+                f"column {f.name!r} is {f.dataType.simpleString()} in the DataFrame but {column.type_text} in the table"
             )
     for column in table.columns:
         if column.name.startswith("$"):
             continue
         if column.name not in names and (column.required or column.sort_order):
-            problems.append(f"required column {column.name!r} ({column.type_v3}) is missing from the DataFrame")
+            what = "required column" if column.required else "key column"  # an optional key column may hold nulls
+            problems.append(f"{what} {column.name!r} ({column.type_text}) is missing from the DataFrame")
     if problems:
         raise SchemaMismatchError(
             f"The DataFrame does not fit {path}: " + "; ".join(problems) + ". Nothing was written."
@@ -285,7 +287,7 @@ class YtTableWriter:
             return
         name, position = min(bad, key=lambda item: (item[1], batch.schema.names.index(item[0])))
         column = self.table.column(name)
-        what = f"required column {name!r} ({column.type_v3})" if column is not None else f"service column {name!r}"
+        what = f"required column {name!r} ({column.type_text})" if column is not None else f"service column {name!r}"
         others = sorted({n for n, _ in bad} - {name})
         also = f"; nulls in required column(s) {', '.join(map(repr, others))} too" if others else ""
         raise BadRecordError(

@@ -48,6 +48,27 @@ def test_shown_values() -> None:
     assert not is_secret_name("offsets.store")
 
 
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        ("zookeeper:/localhost:2181/spyt", "zookeeper:/localhost:2181/spyt"),  # one slash short
+        ("zookeeper//localhost:2181/spyt", "zookeeper//localhost:2181/spyt"),  # the colon missing
+        ("zookeeper:/alice:zkpw9876@localhost:2181/spyt", "zookeeper:/alice:***@localhost:2181/spyt"),
+        ("zookeeper:alice:zkpw9876@zk/a", "zookeeper:alice:***@zk/a"),
+        ("kudu:/kudu-master:7051/spyt_offsets", "kudu:/kudu-master:7051/spyt_offsets"),
+    ],
+)
+def test_a_mistyped_uri_is_shown_with_only_its_password_masked(typed: str, expected: str) -> None:
+    """A long mistyped store URI shows the typo (it was ``'zoo…' (30 characters)``); its password stays masked."""
+    assert shown("offsets.store", typed) == repr(expected)
+
+
+def test_what_is_not_a_uri_is_still_cut_short() -> None:
+    """``user:password`` pasted into an option, and a token (base64 may hold ``/``), are not taken for URIs."""
+    for secret in ("alice:zkpw9876/abcdefgh", "AQAD/" + TOKEN, "Y0_Ab//cdefghijklmnopq"):
+        assert shown("offsets.store", secret) == f"{(secret[:3] + '…')!r} ({len(secret)} characters)", secret
+
+
 def test_option_errors_do_not_echo_long_values() -> None:
     with pytest.raises(OptionError) as raised:
         Options({"max_rows_per_partition": TOKEN}).get_int("max_rows_per_partition", None)

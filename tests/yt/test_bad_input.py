@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from spyt_queue.yt.admin import column, create_consumer, create_queue
+from spyt_queue.yt.admin import column, create_consumer, create_queue, create_sorted_table
 from tests.yt.user_errors import SLACK_S, failure, first_line, free_port, query_failure
 
 pytestmark = pytest.mark.spark
@@ -225,3 +225,106 @@ def test_missing_consumer_says_how_to_create_it(spark, yt, yt_proxy, yt_root, ch
         f"Consumer {consumer} (consumer_path) does not exist: create and register it with `ytqueue create-consumer"
         in (line)
     )
+
+
+# -- first use (issue 32): what a new user meets, one line each ------------------------------------------------------
+
+
+def shown_lines(error: BaseException) -> list[str]:
+    """The non-empty lines a console shows of ``error`` (Spark adds a ``SQLSTATE`` line to a one-line message)."""
+    return [line for line in str(error).splitlines() if line.strip()]
+
+
+def test_batch_write_without_a_mode_is_refused_by_spark_naming_append(spark, pipe) -> None:
+    """PySpark's Python data sources are TableProviders: Spark refuses the default save mode (errorifexists) itself,
+    before spyt-queue's writer is asked (docs/writing-yt.md); overwrite is refused by spyt-queue, naming append."""
+    df = spark.createDataFrame([(1, "a")], "id long, payload string")
+    error, _ = failure(lambda: df.write.format("ytqueue").option("proxy", pipe.proxy).save(pipe.output))
+    lines = shown_lines(error)
+    assert "cannot be written in the \"ErrorIfExists\" mode" in lines[0] and '"Append"' in lines[0], lines
+    assert len(lines) <= 2, lines
+    error, _ = failure(
+        lambda: df.write.format("ytqueue").option("proxy", pipe.proxy).mode("overwrite").save(pipe.output)
+    )
+    lines = shown_lines(error)
+    assert "can not replace the target (overwrite): use mode('append')" in lines[0], lines
+    assert len(lines) <= 2, lines
+    assert pipe.output_ids() == []
+
+
+def test_writing_to_a_missing_table_is_one_line_with_a_create_table_hint(spark, pipe, yt_root) -> None:
+    missing = f"{yt_root}/no-such-table"
+    df = spark.createDataFrame([(1, "a")], "id long, payload string")
+    error, _ = failure(lambda: df.write.format("ytqueue").mode("append").option("proxy", pipe.proxy).save(missing))
+    lines = shown_lines(error)
+    assert f"Output table {missing} does not exist on {pipe.proxy}: create it, e.g. " in lines[0], lines
+    assert f"`ytqueue create-table {missing} --schema id:int64,payload:string`" in lines[0], lines
+    assert len(lines) <= 2, lines  # was 57: yt.wrapper's request and response headers
+    clean(lines[0])
+
+
+def test_schema_errors_show_yt_types_and_call_optional_keys_key_columns(spark, pipe, yt, yt_root) -> None:
+    out = f"{yt_root}/sorted-out"
+    create_sorted_table(
+        yt,
+        out,
+        [
+            column("src_tablet", "int64", sort_order="ascending"),
+            column("src_row", "int64", sort_order="ascending"),
+            column("payload", "string", required=True),
+        ],
+    )
+    df = spark.createDataFrame([(1.5, "a")], "x double, payload string")
+    error, _ = failure(lambda: df.write.format("ytqueue").mode("append").option("proxy", pipe.proxy).save(out))
+    lines = shown_lines(error)
+    assert "column 'x' (double) is not in the table schema" in lines[0], lines
+    assert "key column 'src_tablet' (optional<int64>) is missing from the DataFrame" in lines[0], lines
+    assert "required column 'src_tablet'" not in lines[0] and "type_name" not in lines[0], lines
+    assert len(lines) <= 2, lines
+
+
+def test_misspelt_bootstrap_servers_gets_a_did_you_mean(spark) -> None:
+    reader = spark.readStream.format("ytqueue").option("kafka.bootstrap.server", "localhost:9092")
+    error, _ = failure(lambda: reader.option("subscribe", "events").load())
+    lines = shown_lines(error)
+    assert "Invalid option 'kafka.bootstrap.server': not an option of the YTsaurus queue source; did you mean " in (
+        lines[0]
+    )
+    assert "'kafka.bootstrap.servers'?" in lines[0], lines
+    assert len(lines) <= 2, lines
+
+
+def test_unknown_writer_option_names_each_pass_through_prefix_once(spark, pipe) -> None:
+    df = spark.createDataFrame([(1, "a")], "id long, payload string")
+    writer = df.write.format("ytqueue").mode("append").option("proxy", pipe.proxy).option("qqq", "1")
+    error, _ = failure(lambda: writer.save(pipe.output))
+    lines = shown_lines(error)
+    assert "Invalid option 'qqq': not an option of the YTsaurus table sink" in lines[0], lines
+    assert "; yt.* options are passed through)" in lines[0], lines
+    assert len(lines) <= 2, lines
+
+
+def test_a_mistyped_store_uri_is_shown_so_the_typo_can_be_seen(spark, pipe) -> None:
+    typo = "zookeeper:/localhost:2181/spyt"  # one slash short; 30 characters (it was shown as 'zoo…')
+    error, _ = failure(lambda: pipe.reader(spark, **{"offsets.store": typo}))
+    lines = shown_lines(error)
+    assert "Invalid option 'offsets.store': expected one of default, consumer, group or a store URI" in lines[0]
+    assert f"got '{typo}'" in lines[0], lines
+    assert len(lines) <= 2, lines
+    typo = "zookeeper:/alice:zkpw9876@localhost:2181/spyt"
+    error, _ = failure(lambda: pipe.reader(spark, **{"offsets.store": typo}))
+    assert "got 'zookeeper:/alice:***@localhost:2181/spyt'" in str(error) and "zkpw9876" not in str(error)
+
+
+def test_a_stream_without_consumer_path_suggests_ytqueue_create_consumer(spark, pipe) -> None:
+    df = spark.readStream.format("ytqueue").option("proxy", pipe.proxy).load(pipe.queue)
+    try:
+        query = df.writeStream.format("noop").option("checkpointLocation", pipe.checkpoint).start()
+    except Exception as error:
+        line = first_line(error)
+    else:
+        line = first_line(query_failure(query, timeout=60))
+    assert "Invalid option 'consumer_path': a streaming read needs a consumer table" in line, line
+    assert f"`ytqueue create-consumer //path/to/consumer --queue {pipe.queue}`" in line, line
+    assert "yt create" not in line, line
+    clean(line)
