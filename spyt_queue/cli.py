@@ -78,11 +78,11 @@ class _Group(TyperGroup):
             ctx = getattr(error, "ctx", None)
             where = f" (see {ctx.command_path} --help)" if ctx is not None else ""
             typer.secho(f"Error: {' '.join(error.format_message().split())}{where}", err=True, fg="red")
-            sys.exit(error.exit_code)
+            _exit(error.exit_code)
         except typer.Abort:
             typer.secho("Aborted.", err=True, fg="red")
-            sys.exit(1)
-        sys.exit(result if isinstance(result, int) else 0)
+            _exit(1)
+        _exit(result if isinstance(result, int) else 0)
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if "--debug" in args:
@@ -97,6 +97,21 @@ class _Group(TyperGroup):
                 raise
             typer.secho(f"Error: {one_line(error)}", err=True, fg="red")
             raise typer.Exit(1) from None
+
+
+#: Set when :func:`_within` left a thread blocked in a client call (a store that never answers).
+_LEFT_BEHIND = threading.Event()
+
+
+def _exit(code: int) -> None:
+    """End the command with ``code``. After :func:`_within` left a thread blocked inside a native client (the Kudu
+    Java client, under JPype), the interpreter's shutdown would tear that thread down mid-call and abort the process
+    (``FATAL: exception not rethrown``, SIGABRT): then the output is flushed and the process ends at once."""
+    if _LEFT_BEHIND.is_set():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def one_line(error: BaseException) -> str:
@@ -565,6 +580,7 @@ def status(
         if offsets is None:
             rows = backend_lag(backend)
         else:
+            offsets.start_client()  # not timed: a JVM starting on a busy machine is no slow store
             rows = _within(STORE_ANSWER_TIMEOUT_S, backend_lag, backend, offsets)
     except _NoAnswer:
         assert offsets is not None
@@ -618,6 +634,7 @@ def _within(seconds: float, call: Callable[..., Any], *args: Any) -> Any:
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
+        _LEFT_BEHIND.set()
         raise _NoAnswer(f"no answer within {seconds} s")
     if "error" in outcome:
         raise outcome["error"]

@@ -122,6 +122,10 @@ class KuduStore(CommitLogStore):
             self._table = table
             return table
 
+    def start_client(self) -> None:
+        """Start the JVM and the process's Kudu client for the masters (the client connects on its first call)."""
+        get_client(self.masters, jars=self.jars)
+
     def close(self) -> None:
         """Forget the table handle (the process-wide client stays open for other users)."""
         with self._lock:

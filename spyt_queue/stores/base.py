@@ -64,6 +64,10 @@ class OffsetStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections (stores are created per query on the driver)."""
 
+    def start_client(self) -> None:  # noqa: B027 - optional hook
+        """Start what this process needs to talk to the store without talking to it (the Kudu client's JVM), so a
+        caller timing the store's answer (``ytqueue status``) does not count a slow start-up as a silent server."""
+
 
 class ConnectedStore(OffsetStore):
     """A store that opens its client on first use (under ``self._lock``) and travels pickled with its settings only:
