@@ -17,6 +17,7 @@ from spyt_queue.local.formats import (
     encode_row_stream,
     parse_format,
 )
+from spyt_queue.local.schema import convert_input_types
 from spyt_queue.local.state import State, normalize_path
 from spyt_queue.local.ypath import RichPath, parse_rich_path
 
@@ -284,10 +285,17 @@ def _modify_rows(state: State, req: Request, delete: bool) -> Result:
     mode = _complex_type_mode(fmt)
     update = _bool(params, "update")
     tx = _tx(state, params)
+    atomicity = str(_get(params, "atomicity") or "full")
     with state.lock:
         node = state.dynamic_table(path)
         table = node.table
         assert table is not None
+        table_atomicity = str(node.attrs.get("atomicity", "full"))
+    if atomicity != table_atomicity:  # the tablet node's check of every write request
+        raise YtError(f'Invalid atomicity mode: "{atomicity}" instead of "{table_atomicity}"')
+    if atomicity != "full":
+        raise YtError(f'Writes with atomicity "{atomicity}" are not supported by the local server')
+    convert_input_types(table.schema, rows, fmt.attributes)
     if table.ordered:
         if delete:
             raise YtError(f"Table {node.path} is not sorted")
@@ -344,7 +352,8 @@ def _select_rows(state: State, req: Request) -> Result:
 def _lookup_rows(state: State, req: Request) -> Result:
     params = req.params
     fmt = _output_format(params)
-    keys = decode_rows(req.body, _input_format(params))
+    input_format = _input_format(params)
+    keys = decode_rows(req.body, input_format)
     column_names = _get(params, "column_names")
     chunks = reads.lookup(
         state,
@@ -355,6 +364,7 @@ def _lookup_rows(state: State, req: Request) -> Result:
         _get(params, "timestamp"),
         [str(c) for c in column_names] if column_names is not None else None,
         _bool(params, "keep_missing_rows"),
+        input_format.attributes,
     )
     return Result(chunks=chunks, output_format=fmt)
 
@@ -375,6 +385,8 @@ def _tablet_action(action: str) -> Callable[[State, Request], Result]:
 
 def _reshard_table(state: State, req: Request) -> Result:
     params = req.params
+    if _bool(params, "enable_slicing"):  # pivots from chunk sizes: there are no chunk sizes here
+        raise YtError('reshard_table with "enable_slicing" is not supported by the local server')
     tablets.reshard(state,
         _plain_path(params),
         _int(params, "tablet_count"),
@@ -567,11 +579,13 @@ def _read_table(state: State, req: Request) -> Result:
 def _alter_table(state: State, req: Request) -> Result:
     params = req.params
     _master_tx_check(state, params)
-    for name in ("schema", "upstream_replica_id", "schema_modification", "replication_progress"):
+    for name in ("schema_id", "upstream_replica_id", "schema_modification", "replication_progress"):
         if _get(params, name) is not None:
-            raise YtError(f'alter_table "{name}" is not supported by the local server (only "dynamic")')
+            raise YtError(f'alter_table "{name}" is not supported by the local server (only "dynamic" and "schema")')
     dynamic = _get(params, "dynamic")
-    static_tables.alter_table(state, _plain_path(params), None if dynamic is None else _bool(params, "dynamic"))
+    static_tables.alter_table(
+        state, _plain_path(params), None if dynamic is None else _bool(params, "dynamic"), _get(params, "schema")
+    )
     return Result({})
 
 

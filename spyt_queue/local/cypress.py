@@ -330,8 +330,8 @@ class Cypress:
                         "actual_tablet_state": state,
                         "expected_tablet_state": state,
                         "tablet_count": len(table.tablets),
+                        "tablet_count_by_state": _count_by_state(table),
                         "tablet_cell_bundle": "default",
-                        "commit_ordering": "weak",
                         "atomicity": "full",
                         "in_memory_mode": "none",
                         "enable_dynamic_store_read": True,
@@ -341,6 +341,7 @@ class Cypress:
                 if schema.sorted:
                     result["pivot_keys"] = table.pivot_keys or [[]]
                 else:
+                    result["commit_ordering"] = "weak"  # an attribute of ordered tables only (test_no_commit_ordering)
                     rows = sum(t.total_row_count - t.trimmed_row_count for t in table.tablets)
                     result["chunk_row_count"] = rows
                     result["row_count"] = rows
@@ -644,3 +645,23 @@ def node_type_for_value(value: Any) -> str:
     if isinstance(value, dict):
         return "map_node"
     raise YtError(f"Cannot set a value of type {type(value).__name__}")
+
+
+#: ``ETabletState`` values a tablet may be in (``@tablet_count_by_state`` lists every one).
+TABLET_STATES = (
+    "mounting",
+    "mounted",
+    "unmounting",
+    "unmounted",
+    "freezing",
+    "frozen",
+    "unfreezing",
+    "frozen_mounting",
+)
+
+
+def _count_by_state(table: TableMeta) -> dict[str, int]:
+    counts = dict.fromkeys(TABLET_STATES, 0)
+    for tablet in table.tablets:
+        counts[tablet.state] = counts.get(tablet.state, 0) + 1
+    return counts

@@ -12,7 +12,14 @@ from spyt_queue.local.cypress import Node
 from spyt_queue.local.errors import YtError
 from spyt_queue.local.formats import Format, encode_row_stream
 from spyt_queue.local.query import Compiler, integer_bounds, parse_query, sort_key
-from spyt_queue.local.schema import ROW_INDEX, TABLET_INDEX, TableSchema, coerce_key_value, encode_key
+from spyt_queue.local.schema import (
+    ROW_INDEX,
+    TABLET_INDEX,
+    TableSchema,
+    coerce_key_value,
+    convert_input_types,
+    encode_key,
+)
 from spyt_queue.local.state import State, normalize_path
 from spyt_queue.local.transactions import Transaction
 
@@ -38,7 +45,6 @@ def select(
         node = state.dynamic_table(normalize_path(query.path))
         table = node.table
         assert table is not None
-        tablet_checks.validate_table_mounted(node, write=False)
         schema = table.schema
         column_types: dict[str, str] = {c.name: c.type for c in schema.columns}
         if table.ordered:
@@ -64,10 +70,12 @@ def select(
         ts = state.read_timestamp(tx, timestamp)
         if table.ordered:
             ranges = _ordered_ranges(node, query.where)
+            tablet_checks.validate_tablets_mounted(node, _ordered_tablets(node, query.where))
             total_input = sum(end - begin for _, begin, end in ranges)
             source: Iterator[dict[bytes, Any]] = _ordered_rows(state, node.id, ranges)
         else:
             prefix = _sorted_prefix(schema, query.where)
+            tablet_checks.validate_range_mounted(node, prefix)
             total_input = state.storage.count_live_keys(node.id) if prefix is None else 0
             source = sorted_tables.scan(state.storage, node.id, ts, prefix)
     if total_input > input_limit and fail_on_incomplete_result:
@@ -119,17 +127,27 @@ def _limit_output(rows: Iterator[dict[bytes, Any]], limit: int, fail: bool, quer
         yield row
 
 
-def _ordered_ranges(node: Node, where: Any) -> list[tuple[int, int, int]]:
+def _ordered_tablets(node: Node, where: Any) -> list[int]:
+    """The tablets of an ordered table a query reads (top-level ``$tablet_index`` conditions; all by default)."""
     table = node.table
     assert table is not None
     tablets, t_low, t_high = integer_bounds(where, "$tablet_index")
+    return [
+        t.index
+        for t in table.tablets
+        if (tablets is None or t.index in tablets)
+        and (t_low is None or t.index >= t_low)
+        and (t_high is None or t.index <= t_high)
+    ]
+
+
+def _ordered_ranges(node: Node, where: Any) -> list[tuple[int, int, int]]:
+    table = node.table
+    assert table is not None
     _, r_low, r_high = integer_bounds(where, "$row_index")
     ranges = []
-    for tablet in table.tablets:
-        if tablets is not None and tablet.index not in tablets:
-            continue
-        if (t_low is not None and tablet.index < t_low) or (t_high is not None and tablet.index > t_high):
-            continue
+    for index in _ordered_tablets(node, where):
+        tablet = table.tablets[index]
         begin = tablet.trimmed_row_count if r_low is None else max(tablet.trimmed_row_count, r_low)
         end = tablet.total_row_count if r_high is None else min(tablet.total_row_count, r_high + 1)
         if begin < end:
@@ -175,6 +193,7 @@ def lookup(
     timestamp: Any,
     column_names: list[str] | None,
     keep_missing_rows: bool,
+    input_attributes: dict[Any, Any] | None = None,
 ) -> Iterator[bytes]:
     """``lookup_rows``: rows in the order of ``keys``; missing ones skipped or kept as null."""
     with state.lock:
@@ -183,15 +202,12 @@ def lookup(
         assert table is not None
         if table.ordered:
             raise YtError(f"Table {node.path} is not sorted")
-        tablet_checks.validate_table_mounted(node, write=False)
         schema = table.schema
-        for key_row in keys:
-            for column in schema.key_columns:
-                if column.bname not in key_row:
-                    raise YtError(
-                        f"Missing key column {column.name!r} in lookup key", attributes={"table_path": node.path}
-                    )
+        convert_input_types(schema, keys, input_attributes or {})
         schema.validate_rows(keys, node.path, ordered=False, keys_only=True)
+        tablet_checks.validate_keys_mounted(
+            node, (sorted_tables.key_of(schema, key) for key in keys), write=False
+        )
         if column_names is not None:
             for name in column_names:
                 if name not in schema.by_name:

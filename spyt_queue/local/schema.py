@@ -10,7 +10,7 @@ from typing import Any
 import yt.yson as yson
 
 from spyt_queue.local import types
-from spyt_queue.local.errors import SCHEMA_VIOLATION, YtError
+from spyt_queue.local.errors import MISSING_REQUIRED_COLUMN, SCHEMA_VIOLATION, YtError
 from spyt_queue.local.formats import dumps_value
 from spyt_queue.local.types import (
     INT_RANGES,
@@ -265,14 +265,16 @@ class TableSchema:
                 attributes={"table_path": path, "column": name},
             )
         if not ordered:
+            # TBuildingValueConsumer::OnEndRow: a key column a row leaves out is sent as null (so a nullable key
+            # column reads as null, a required one fails below with 307 "cannot have null value").
             for column in self.key_columns:
                 name = column.bname
-                if not all(name in row for row in rows):
-                    raise YtError(
-                        f"Missing key column {column.name!r}",
-                        code=SCHEMA_VIOLATION,
-                        attributes={"table_path": path, "column": column.name},
-                    )
+                if name not in present:
+                    for row in rows:
+                        row[name] = None
+                elif not all(name in row for row in rows):
+                    for row in rows:
+                        row.setdefault(name, None)
         columns = self.key_columns if keys_only else self.data_columns
         longest = 0
         for column in columns:
@@ -284,13 +286,15 @@ class TableSchema:
                 rows,
                 path,
                 present=name in present,
-                required=column.required or (keys_only and bool(column.sort_order)),
+                required=column.required,
                 skip_missing=partial and not column.sort_order,
                 positional=complex_type_mode == "positional",
             )
             longest += _check_lengths(column, values, path)
         if not keys_only:
             _check_row_weights(columns, longest, rows, path)
+        if not ordered and not keys_only:
+            self._check_value_columns(rows, path, present, partial)
         if ordered and TABLET_INDEX in present:
             values = [row.get(TABLET_INDEX) for row in rows]
             kinds = set(map(type, values))
@@ -300,6 +304,28 @@ class TableSchema:
                     code=SCHEMA_VIOLATION,
                     attributes={"table_path": path},
                 )
+
+    def _check_value_columns(self, rows: list[dict[bytes, Any]], path: str, present: set[bytes], partial: bool) -> None:
+        """The write checks of a sorted table's value columns, as the native client makes them: a row needs at
+        least one value column (``ValidateClientRow``: with ``update=%false`` every value column is sent, null
+        when absent); with ``update=%true`` a required value column the row leaves out fails with 323
+        (``ValidateDuplicateAndRequiredValueColumns``)."""
+        values = [c.bname for c in self.data_columns if not c.sort_order]
+        if not values or (partial and not any(name in present for name in values)):
+            raise YtError("At least one non-key column must be specified", attributes={"table_path": path})
+        if not partial:
+            return
+        if not all(any(name in row for name in values) for row in rows):
+            raise YtError("At least one non-key column must be specified", attributes={"table_path": path})
+        for column in self.data_columns:
+            if column.required and not column.sort_order:
+                name = column.bname
+                if name not in present or not all(name in row for row in rows):
+                    raise YtError(
+                        f'Missing required column "{column.name}" in table schema',
+                        code=MISSING_REQUIRED_COLUMN,
+                        attributes={"table_path": path, "column": column.name},
+                    )
 
 
 def _parse_column(raw: dict[Any, Any]) -> Column:
@@ -724,3 +750,69 @@ def same_schema(a: TableSchema, b: TableSchema) -> bool:
         and [(c.name, c.type_v3, c.sort_order) for c in a.columns]
         == [(c.name, c.type_v3, c.sort_order) for c in b.columns]
     )
+
+
+def _flag(attributes: dict[Any, Any], name: str, default: bool) -> bool:
+    value = attributes.get(name, attributes.get(name.encode(), default))
+    if isinstance(value, (str, bytes)):
+        return (value.decode() if isinstance(value, bytes) else value).lower() == "true"
+    return bool(value)
+
+
+def convert_input_types(schema: TableSchema, rows: list[dict[bytes, Any]], attributes: dict[Any, Any]) -> None:
+    """The input format's type conversions (``TTypeConversionConfig``, applied by ``TValueConsumerBase``) on the
+    values of simple columns, in place: ``enable_type_conversion`` turns on every conversion below;
+    ``enable_string_to_all_conversion`` parses a string into an integer, double or boolean column;
+    ``enable_all_to_string_conversion`` writes a number or boolean into a string column as text;
+    ``enable_integral_type_conversion`` (default on) converts between int64 and uint64 columns in range, off
+    refuses it; ``enable_integral_to_double_conversion`` (default on) writes an integer into a double column."""
+    everything = _flag(attributes, "enable_type_conversion", False)
+    string_to_all = everything or _flag(attributes, "enable_string_to_all_conversion", False)
+    all_to_string = everything or _flag(attributes, "enable_all_to_string_conversion", False)
+    integral = everything or _flag(attributes, "enable_integral_type_conversion", True)
+    to_double = everything or _flag(attributes, "enable_integral_to_double_conversion", True)
+    if not (string_to_all or all_to_string) and integral and to_double:
+        return
+    for column in schema.columns:
+        kind = column.type
+        name = column.bname
+        for row in rows:
+            value = row.get(name)
+            if value is None:
+                continue
+            if isinstance(value, (bytes, str)) and string_to_all and kind in ("int64", "uint64", "double", "boolean"):
+                text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                try:
+                    if kind == "boolean":
+                        if text not in ("true", "false"):
+                            raise ValueError(text)
+                        row[name] = text == "true"
+                    elif kind == "double":
+                        row[name] = float(text)
+                    elif kind == "uint64":
+                        row[name] = yson.YsonUint64(int(text))
+                    else:
+                        row[name] = int(text)
+                except ValueError:
+                    raise YtError(
+                        f"Unable to convert string {text!r} to {kind}",
+                        code=SCHEMA_VIOLATION,
+                        attributes={"column": column.name},
+                    ) from None
+            elif kind == "string" and all_to_string and isinstance(value, (int, float)):
+                row[name] = (str(value).lower() if isinstance(value, bool) else str(value)).encode()
+            elif not integral and not isinstance(value, bool) and isinstance(value, int):
+                unsigned = isinstance(value, yson.YsonUint64)
+                if (kind == "int64" and unsigned) or (kind == "uint64" and not unsigned):
+                    actual = "uint64" if unsigned else "int64"
+                    raise YtError(
+                        f'Invalid type of column "{column.name}": expected "{kind}", actual "{actual}"',
+                        code=SCHEMA_VIOLATION,
+                        attributes={"column": column.name},
+                    )
+            elif kind == "double" and not to_double and not isinstance(value, bool) and isinstance(value, int):
+                raise YtError(
+                    f'Invalid type of column "{column.name}": expected "double", actual "int64"',
+                    code=SCHEMA_VIOLATION,
+                    attributes={"column": column.name},
+                )

@@ -512,10 +512,10 @@ class State:
         """Buffer sorted-table upserts or deletes into ``tx`` (later writes of a key win)."""
         table = node.table
         assert table is not None
-        tablet_checks.validate_table_mounted(node, write=True)
+        schema = table.schema
+        tablet_checks.validate_keys_mounted(node, (sorted_tables.key_of(schema, row) for row in rows), write=True)
         target = tx.sorted_writes.setdefault(node.id, {})
         tx.table_paths[node.id] = node.path
-        schema = table.schema
         for row in rows:
             key = sorted_tables.key_of(schema, row)
             if delete:
@@ -568,7 +568,7 @@ class State:
                 with self.storage.transaction() as conn:
                     for table_id, writes in tx.sorted_writes.items():
                         node = self._live_table(table_id, tx)
-                        tablet_checks.validate_table_mounted(node, write=True)
+                        tablet_checks.validate_keys_mounted(node, writes, write=True)
                         for key in writes:
                             sorted_tables.check_conflict(
                                 conn, self.storage, table_id, node.path, key, tx.start_ts, tx.id

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spyt_queue.local import ordered
+from spyt_queue.local import ordered, schema_update
 from spyt_queue.local.cypress import Node, TableMeta, Tablet
 from spyt_queue.local.errors import YtError
 from spyt_queue.local.schema import ROW_INDEX, TABLET_INDEX, TableSchema
@@ -110,13 +110,16 @@ def read_table(state: State, path: str) -> list[dict[bytes, Any]]:
         return [{k: v for k, v in row.items() if k not in SYSTEM} for row in rows]
 
 
-def alter_table(state: State, path: str, dynamic: bool | None) -> None:
-    """``alter_table(dynamic=...)``: an unmounted ordered dynamic table becomes static (chunks not fully trimmed
-    kept whole), an unsorted static table with a strict schema becomes an unmounted one-tablet ordered table."""
+def alter_table(state: State, path: str, dynamic: bool | None, schema: Any = None) -> None:
+    """``alter_table(dynamic=..., schema=...)``: an unmounted ordered dynamic table becomes static (chunks not fully
+    trimmed kept whole), an unsorted static table with a strict schema becomes an unmounted one-tablet ordered
+    table; ``schema`` changes the schema of an unmounted dynamic table (``schema_update``)."""
     with state.lock, state.storage.transaction() as conn:
         node = state.cypress.resolve_table(path)
         table = node.table
         assert table is not None
+        if schema is not None:
+            _alter_schema(state, conn, node, schema, dynamic)
         if dynamic is None or bool(dynamic) == table.dynamic:
             return
         if not dynamic:
@@ -159,6 +162,30 @@ def alter_table(state: State, path: str, dynamic: bool | None) -> None:
         table.chunks = []
         ordered.persist_tablet(conn, node.id, tablet)
         state.cypress.persist(conn, node)
+
+
+def _alter_schema(state: State, conn: Any, node: Node, schema: Any, dynamic: bool | None) -> None:
+    table = node.table
+    assert table is not None
+    if not table.dynamic or dynamic is not None:
+        raise YtError('alter_table "schema" of a static table is not supported by the local server')
+    new = TableSchema.parse(schema, dynamic=True)
+    schema_update.require_unmounted(node.path, [t.state for t in table.tablets])
+    old = table.schema
+    if table.ordered:
+        empty = all(t.total_row_count == 0 for t in table.tablets)
+    else:
+        empty = conn.execute("SELECT 1 FROM versions WHERE table_id = ? LIMIT 1", (node.id,)).fetchone() is None
+    schema_update.validate_update(old, new, empty)
+    if table.ordered:
+        added = schema_update.new_ordered_columns(old, new)
+        schema_update.add_null_columns(conn, node.id, added, [c.bname for c in new.data_columns])
+        for tablet in table.tablets:
+            tablet.last_chunk = None
+    else:
+        schema_update.extend_sorted_keys(conn, node.id, len(new.key_columns) - len(old.key_columns))
+    table.schema = new
+    state.cypress.persist(conn, node)
 
 
 def concatenate(state: State, sources: list[str], destination: str, append: bool) -> None:

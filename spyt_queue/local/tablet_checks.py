@@ -3,6 +3,9 @@ table's tablets that need nothing of the server state (:mod:`spyt_queue.local.ta
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterable
+
 from spyt_queue.local.cypress import Node, Tablet
 from spyt_queue.local.errors import NO_SUCH_TABLET, TABLET_NOT_MOUNTED, YtError
 
@@ -55,3 +58,58 @@ def check_nonnegative(name: str, counts: list[int]) -> None:
     for count in counts:
         if count < 0:
             raise YtError(f"{what} must be nonnegative, got {count}")
+
+
+def _pivots(node: Node) -> list[bytes]:
+    from spyt_queue.local.schema import encode_key
+
+    table = node.table
+    assert table is not None
+    try:
+        return [encode_key(list(pivot or [])) for pivot in table.pivot_keys]
+    except Exception:  # a pivot the key encoding does not know: no per-tablet routing
+        return []
+
+
+def validate_keys_mounted(node: Node, keys: Iterable[bytes], write: bool) -> None:
+    """A sorted table's tablets that hold ``keys`` (encoded) must accept the operation; the others may be in any
+    state, as a request only reaches the tablets its keys route to (``TTabletInfo`` by pivot key)."""
+    table = node.table
+    assert table is not None
+    allowed = ("mounted",) if write else ("mounted", "frozen")
+    if all(t.state in allowed for t in table.tablets):
+        return
+    pivots = _pivots(node)
+    if len(pivots) != len(table.tablets):
+        validate_table_mounted(node, write)
+        return
+    for key in keys:
+        index = max(bisect.bisect_right(pivots, key) - 1, 0)
+        validate_mounted(node, table.tablets[index], write)
+
+
+def validate_range_mounted(node: Node, prefix: bytes | None) -> None:
+    """A sorted table's tablets a read of the keys starting with ``prefix`` (every key when ``None``) touches must
+    be mounted or frozen."""
+    table = node.table
+    assert table is not None
+    if prefix is None or all(t.state in ("mounted", "frozen") for t in table.tablets):
+        validate_table_mounted(node, write=False)
+        return
+    pivots = _pivots(node)
+    if len(pivots) != len(table.tablets):
+        validate_table_mounted(node, write=False)
+        return
+    first = max(bisect.bisect_right(pivots, prefix) - 1, 0)
+    last = max(bisect.bisect_right(pivots, prefix + b"\xff") - 1, 0)
+    for tablet in table.tablets[first : last + 1]:
+        validate_mounted(node, tablet, write=False)
+
+
+def validate_tablets_mounted(node: Node, indexes: Iterable[int]) -> None:
+    """The tablets of an ordered table a read touches must be mounted or frozen."""
+    table = node.table
+    assert table is not None
+    for index in indexes:
+        if 0 <= index < len(table.tablets):
+            validate_mounted(node, table.tablets[index], write=False)

@@ -39,6 +39,13 @@ def set_tablet_state(state: State, path: str, action: str, first: int | None, la
                         f"chunk {duplicate}",
                         attributes={"chunk_id": duplicate},
                     )
+        if action in ("mount", "mount_frozen"):
+            # TTabletBase::ValidateMount: mounting again is a no-op only in the same mode; a mounted tablet is not
+            # frozen by mount(freeze=%true), nor a frozen one unfrozen by mount().
+            keep = "frozen" if action == "mount_frozen" else "mounted"
+            for tablet in table.tablets[lo : hi + 1]:
+                if tablet.state not in ("unmounted", keep):
+                    raise YtError(f'Cannot mount tablet {tablet.tablet_id} in "{tablet.state}" state')
         flushed = False
         for tablet in table.tablets[lo : hi + 1]:
             new_state = tablet.state

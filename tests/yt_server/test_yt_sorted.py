@@ -42,10 +42,23 @@ def test_insert_with_update_creates_missing_row(yt, table):
     assert list(yt.lookup_rows(table, [{"key": 9}])) == [{"key": 9, "value": None, "count": 90}]
 
 
-def test_insert_without_key_is_rejected(yt, table):
-    """Every inserted row must include all key columns."""
-    with pytest.raises(YtResponseError):
-        insert(yt, table, [{"value": "no key"}])
+def test_insert_without_a_key_column_writes_a_null_key(yt, table, yt_root):
+    """A key column a row leaves out is sent as null (``TBuildingValueConsumer::OnEndRow``): a nullable key column
+    takes null, a required one fails with 307 ``Required column "key" cannot have "null" value``."""
+    insert(yt, table, [{"value": "no key"}])
+    assert list(yt.lookup_rows(table, [{"key": None}])) == [{"key": None, "value": "no key", "count": None}]
+    required = create_sorted_table(
+        yt,
+        f"{yt_root}/r",
+        schema=[
+            {"name": "key", "type": "int64", "sort_order": "ascending", "required": True},
+            {"name": "value", "type": "string"},
+        ],
+    )
+    with pytest.raises(YtResponseError) as failure:
+        insert(yt, required, [{"value": "no key"}])
+    assert failure.value.contains_code(307)
+    assert 'Required column "key" cannot have "null" value' in str(failure.value)
 
 
 def test_delete_rows(yt, table):

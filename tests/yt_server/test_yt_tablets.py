@@ -206,3 +206,40 @@ def test_reads_from_unmounted_table_fail_1702(yt, yt_root, kind):
         else:
             list(yt.lookup_rows(path, [{"key": 1}]))
     assert info.value.contains_code(TABLET_NOT_MOUNTED), info.value
+
+
+def test_mount_does_not_change_a_mounted_tablets_frozenness(yt, yt_root):
+    """``TTabletBase::ValidateMount``: ``mount_table(freeze=True)`` of a mounted tablet and ``mount_table`` of a
+    frozen one fail (``Cannot mount tablet T in "mounted" state``); mounting again in the same mode is a no-op."""
+    path = create_sorted_table(yt, f"{yt_root}/s")
+    with pytest.raises(YtResponseError) as failure:
+        yt.mount_table(path, freeze=True, sync=True)
+    assert 'in "mounted" state' in str(failure.value)
+    yt.mount_table(path, sync=True)
+    yt.freeze_table(path, sync=True)
+    with pytest.raises(YtResponseError) as failure:
+        yt.mount_table(path, sync=True)
+    assert 'in "frozen" state' in str(failure.value)
+    yt.mount_table(path, freeze=True, sync=True)
+    assert yt.get(f"{path}/@tablet_state") == "frozen"
+
+
+def test_an_unmounted_tablet_blocks_only_the_requests_that_reach_it(yt, yt_root):
+    """A request reaches the tablets its keys route to (pivot keys): with tablet 1 (keys from 10) unmounted, writes,
+    lookups and ``key = c`` selects of keys below 10 work; those of tablet 1 fail with 1702."""
+    path = create_sorted_table(yt, f"{yt_root}/s", mount=False)
+    yt.reshard_table(path, [[], [10]], sync=True)
+    yt.mount_table(path, first_tablet_index=0, last_tablet_index=0, sync=False)
+    wait_until(lambda: yt.get(f"{path}/@tablets/0/state") == "mounted")
+    insert(yt, path, [{"key": 1, "value": "a"}])
+    assert list(yt.lookup_rows(path, [{"key": 1}])) == [{"key": 1, "value": "a", "count": None}]
+    assert select(yt, f"value from [{path}] where key = 1") == [{"value": "a"}]
+    for action in (
+        lambda: insert(yt, path, [{"key": 11, "value": "b"}]),
+        lambda: list(yt.lookup_rows(path, [{"key": 11}])),
+        lambda: select(yt, f"value from [{path}] where key = 11"),
+        lambda: select(yt, f"value from [{path}]"),
+    ):
+        with pytest.raises(YtResponseError) as failure:
+            action()
+        assert failure.value.contains_code(TABLET_NOT_MOUNTED)
