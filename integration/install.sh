@@ -12,7 +12,8 @@
 #   integration/install.sh --hdfs-only       # just Hadoop 3.5.0's HDFS minicluster (about 110 MB)
 #   integration/install.sh --force           # resolve again even if up to date
 #
-# Idempotent: a set whose stamp matches pom.xml is left alone (a no-op run takes well under a second).
+# Idempotent: a set whose stamp matches pom.xml is left alone, and its smoke check (a JVM printing the version) is
+# not run again: a no-op rerun starts one JVM (java -version), about a second on a quiet machine.
 # Works offline once ~/.m2 holds the artifacts (Maven is tried with -o first).
 # Needs Java 17+ and Maven; if either is missing and apt-get is usable as root, installs
 # Debian's openjdk-17-jdk-headless / maven.
@@ -37,7 +38,7 @@ for arg in "$@"; do
     --hbase-only) HBASE_ONLY=1 ;;
     --hdfs-only) HDFS_ONLY=1 ;;
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -89,7 +90,7 @@ if ! command -v mvn >/dev/null 2>&1; then
 fi
 # Let Maven run on the same JDK we checked.
 export JAVA_HOME="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$JAVA")")")}"
-say "java: $JAVA (Java $(java_major "$JAVA")), maven: $(mvn -v 2>/dev/null | head -n1 | sed 's/\x1b\[[0-9;]*m//g')"
+say "java: $JAVA (Java $(java_major "$JAVA")), maven: $(command -v mvn)"
 
 mkdir -p "$TARGET"
 : >"$LOG"
@@ -129,6 +130,20 @@ resolve() {
   say "$name: $(ls "$dir"/*.jar | wc -l) jars, $(du -sh "$dir" | cut -f1) in ${dir#"$HERE"/} ($((SECONDS - t0))s)"
 }
 
+# smoke DIR CMD...: what CMD prints (a version), run once per resolved set: kept in DIR/.smoke with the stamp, so a
+# no-op rerun starts no JVM for it (resolving the set again replaces DIR, and with it the kept answer).
+smoke() {
+  local dir="$1"; shift
+  local kept="$dir/.smoke" out
+  if [ "$FORCE" = 0 ] && [ -f "$kept" ] && [ "$(head -n1 "$kept")" = "$POM_SUM" ]; then
+    tail -n +2 "$kept"
+    return 0
+  fi
+  out="$("$@" 2>>"$LOG")" || return 1
+  { echo "$POM_SUM"; printf '%s\n' "$out"; } >"$kept"
+  printf '%s\n' "$out"
+}
+
 # --kudu-only: neither Kafka nor ZooKeeper; --kafka-only / --zookeeper-only: no Kudu.
 WANT_KUDU=$(( KUDU_ONLY || (1 - KAFKA_ONLY) * (1 - ZOOKEEPER_ONLY) ))
 if [ "$KUDU_ONLY" = 1 ]; then ZOOKEEPER_ONLY=1; KAFKA_ONLY=1; fi  # skips the Kafka/ZooKeeper blocks below
@@ -147,7 +162,7 @@ fi
 if [ "$ZOOKEEPER_ONLY" = 0 ]; then
   CORE="$(ls "$TARGET"/kafka-libs/kafka_2.13-*.jar 2>/dev/null | head -n1)"
   [ -n "$CORE" ] || die "kafka_2.13 jar missing from $TARGET/kafka-libs"
-  VERSION="$("$JAVA" -Xmx128m -cp "$TARGET/kafka-libs/*" kafka.Kafka --version 2>>"$LOG" | tail -n1)" \
+  VERSION="$(smoke "$TARGET/kafka-libs" "$JAVA" -Xmx128m -cp "$TARGET/kafka-libs/*" kafka.Kafka --version | tail -n1)" \
     || die "the Kafka jars do not run (java -cp ... kafka.Kafka --version failed; log: $LOG)"
   say "done: Apache Kafka $VERSION ready; start one with: python -m integration.kafka_broker --port 9092"
 fi
@@ -157,7 +172,7 @@ if [ "$KAFKA_ONLY" = 0 ]; then
   for jar in zookeeper-3 metrics-core- snappy-java- logback-classic-; do
     compgen -G "$ZK/$jar*.jar" >/dev/null || die "$jar*.jar missing from $ZK (run with --force)"
   done
-  ZK_VERSION="$("$JAVA" -Xmx64m -cp "$ZK/*" org.apache.zookeeper.version.VersionInfoMain 2>>"$LOG" | tail -n1)" \
+  ZK_VERSION="$(smoke "$ZK" "$JAVA" -Xmx64m -cp "$ZK/*" org.apache.zookeeper.version.VersionInfoMain | tail -n1)" \
     || die "the ZooKeeper jars do not run (java -cp ... VersionInfoMain failed; log: $LOG)"
   say "done: $ZK_VERSION ready; start one with: python -m integration.zookeeper --port 2181"
 fi
@@ -200,7 +215,7 @@ if [ "$WANT_HBASE" = 1 ]; then
   for jar in "hbase-server-$HBASE_VERSION" "hbase-thrift-$HBASE_VERSION" hbase-zookeeper- zookeeper-3 reload4j-; do
     compgen -G "$HB/$jar*.jar" >/dev/null || die "$jar*.jar missing from $HB (run with --force)"
   done
-  HB_V="$("$JAVA" -Xmx128m -cp "$HB/*" org.apache.hadoop.hbase.util.VersionInfo 2>>"$LOG" | head -n1)" \
+  HB_V="$(smoke "$HB" "$JAVA" -Xmx128m -cp "$HB/*" org.apache.hadoop.hbase.util.VersionInfo | head -n1)" \
     || die "the HBase jars do not run (java -cp ... VersionInfo failed; log: $LOG)"
   say "done: ${HB_V:-HBase $HBASE_VERSION} ready; start it with: python -m integration.hbase --port 9090"
 fi
@@ -216,7 +231,7 @@ if [ "$WANT_HDFS" = 1 ]; then
              "hadoop-client-runtime-$HADOOP_VERSION" junit-jupiter-api- reload4j-; do
     compgen -G "$HD/$jar*.jar" >/dev/null || die "$jar*.jar missing from $HD (run with --force)"
   done
-  HD_V="$("$JAVA" -Xmx128m -cp "$HD/*" org.apache.hadoop.util.VersionInfo 2>>"$LOG" | head -n1)" \
+  HD_V="$(smoke "$HD" "$JAVA" -Xmx128m -cp "$HD/*" org.apache.hadoop.util.VersionInfo | head -n1)" \
     || die "the Hadoop jars do not run (java -cp ... VersionInfo failed; log: $LOG)"
   say "done: ${HD_V:-Hadoop $HADOOP_VERSION} HDFS minicluster ready; start one with: python -m integration.hdfs --port 8020"
 fi
