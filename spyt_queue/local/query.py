@@ -295,8 +295,8 @@ class _Parser:
             raise self.fail(f"unexpected {self.tok.text!r}")
         if order_by and limit is None:
             raise YtError("ORDER BY used without LIMIT", attributes={"query": self.text})
-        if offset and not order_by:
-            raise YtError("OFFSET used without ORDER BY", attributes={"query": self.text})
+        if offset and limit is None:  # query_preparer.cpp: OFFSET needs LIMIT (not ORDER BY)
+            raise YtError("OFFSET used without LIMIT", attributes={"query": self.text})
         return Query(self.text, path, projection, where, order_by, limit, offset)
 
     def parse_count(self, what: str) -> int:

@@ -92,7 +92,7 @@ def select(
         top = heapq.nsmallest(query.offset + query.limit, rows, key=sort_key(query.order_by))
         rows = iter(top[query.offset :])
     elif query.limit is not None:
-        rows = itertools.islice(rows, query.limit)
+        rows = itertools.islice(rows, query.offset, query.offset + query.limit)
     if all(getter is None for _, getter in getters):
         names = [(column.encode("utf-8"), alias.encode("utf-8")) for column, alias in output]
         projected = ({alias: row.get(column) for column, alias in names} for row in rows)

@@ -160,3 +160,12 @@ def test_lookup_and_delete_need_a_sorted_table(yt, yt_root):
     with pytest.raises(YtResponseError):
         yt.delete_rows(queue, [{"data": "x"}])
     assert [r["data"] for r in select(yt, f"* from [{queue}]")] == ["x"]
+
+
+def test_select_offset_needs_limit_not_order_by(yt, table):
+    """``OFFSET`` without ``ORDER BY`` skips rows of the scan (key order on a sorted table); without ``LIMIT`` it
+    fails with ``OFFSET used without LIMIT`` (``query_preparer.cpp``)."""
+    assert [r["key"] for r in select(yt, f"key from [{table}] offset 2 limit 2")] == [3, 4]
+    with pytest.raises(YtResponseError) as failure:
+        select(yt, f"key from [{table}] offset 2")
+    assert "OFFSET used without LIMIT" in str(failure.value)
