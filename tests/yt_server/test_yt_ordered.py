@@ -168,3 +168,22 @@ def test_insert_into_static_table_fails(yt, yt_root):
     yt.create("table", path, attributes={"schema": [{"name": "data", "type": "string"}]})
     with pytest.raises(YtResponseError):
         insert(yt, path, [{"data": "x"}])
+
+
+def test_alter_table_adds_a_column_to_an_unmounted_queue(yt, yt_root):
+    """``alter_table(schema=...)`` of an unmounted ordered table adds a value column; rows written before read it
+    as null, later rows carry it; while mounted the change fails (``Cannot change table schema ...``)."""
+    path = f"{yt_root}/q"
+    yt.create("table", path, attributes={"dynamic": True, "schema": [{"name": "data", "type": "string"}]})
+    yt.mount_table(path, sync=True)
+    yt.insert_rows(path, [{"data": "old"}])
+    grown = [{"name": "data", "type": "string"}, {"name": "extra", "type": "int64"}]
+    with pytest.raises(YtResponseError) as failure:
+        yt.alter_table(path, schema=grown)
+    assert "Cannot change table schema" in str(failure.value)
+    yt.unmount_table(path, sync=True)
+    yt.alter_table(path, schema=grown)
+    yt.mount_table(path, sync=True)
+    yt.insert_rows(path, [{"data": "new", "extra": 7}])
+    rows = list(yt.pull_queue(path, offset=0, partition_index=0))
+    assert [(r["data"], r["extra"]) for r in rows] == [("old", None), ("new", 7)]
