@@ -30,6 +30,7 @@ from spyt_queue.options import Option, Options, connect_timeout, option_names
 from spyt_queue.settings import READER_OPTIONS, STORE_KINDS, TIMESTAMP_OPTIONS, ReaderSettings
 from spyt_queue.sink_options import without_dead_letter_kafka
 from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.reachability import check_uri_store_reachable
 from spyt_queue.stores.registry import OPTION as STORE_OPTION
 from spyt_queue.stores.registry import (
     PASSWORD_OPTION,
@@ -251,6 +252,8 @@ def prepare(options: Options, entry: str) -> PreparedQuery:
     backend = kind.backend(options, streaming=entry == STREAM)
     settings = kind.settings(options, {LOAD: None, STREAM: True, BATCH: False}[entry])
     kind.check_reachable(options)
+    if entry != BATCH or settings.starting.kind in STORE_KINDS:
+        check_uri_store_reachable(options.get_str(STORE_OPTION), connect_timeout(options))
     store = None
     if entry == STREAM:
         store = require_store(store_for(options, backend))

@@ -18,6 +18,7 @@ from spyt_queue.backend import PartitionBounds, QueueBackend
 from spyt_queue.errors import OptionError
 from spyt_queue.positions import bind, plan_positions
 from spyt_queue.settings import EARLIEST, LATEST, ReaderSettings
+from spyt_queue.spark.errors import one_line_errors, one_line_rows
 from spyt_queue.spark.partitions import (
     DataLossPolicy,
     PackedRanges,
@@ -79,6 +80,7 @@ class QueueBatchReader(DataSourceReader):
         s = self.settings
         return bool(s.max_rows_per_task or s.max_rows_per_partition or s.min_tasks)
 
+    @one_line_errors
     def partitions(self) -> Sequence[InputPartition]:
         """Resolve both positions against the current bounds, check them, and plan one range per partition (or
         split the ranges), packing short ones into shared tasks."""
@@ -123,5 +125,5 @@ class QueueBatchReader(DataSourceReader):
         """Read one range or packed ranges (on an executor). PySpark sends a placeholder ``InputPartition(None)`` when
         :meth:`partitions` planned none (nothing to read): it yields no rows."""
         if isinstance(partition, (RangePartition, PackedRanges)):
-            return partition.read()
+            return one_line_rows(partition.read())
         return iter(())

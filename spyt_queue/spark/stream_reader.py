@@ -19,12 +19,13 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spyt_queue.backend import BatchJournal, PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
-from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, UnreachableError
+from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError, UnreachableError
 from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
 from spyt_queue.settings import ReaderSettings
 from spyt_queue.spark.compat import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from spyt_queue.spark.errors import one_line_errors, one_line_rows
 from spyt_queue.spark.partitions import (
     DataLossPolicy,
     JournaledPartition,
@@ -86,6 +87,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _parse(self, data: dict[str, Any]) -> StreamOffset:
         return StreamOffset.from_json(data, expected_source=self.backend.source_id)
 
+    @one_line_errors
     def initialOffset(self) -> dict[str, Any]:
         """Where a new query starts: the consumer's position by default (``startingOffsets``).
 
@@ -94,8 +96,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         journaled as the query's ``baseline`` (see :class:`~spyt_queue.offsets.StreamOffset`).
         """
         if self._initial is None:
-            bounds = self.backend.bounds()
-            committed = self.store.committed()
+            bounds = self._fetch_bounds()
+            committed = self._committed_positions()
             self.committer.remember(committed)
             positions = resolve_positions(self.settings.starting, bounds, committed, self.backend)
             for key, position in positions.items():
@@ -111,6 +113,20 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             log.info("initial offset %s", self._initial)
         return self._initial
 
+    def _committed_positions(self) -> dict[str, int | None]:
+        """The store's committed positions; a store that does not answer is :class:`UnreachableError` naming it."""
+        try:
+            return self.store.committed()
+        except SpytQueueError:
+            raise
+        except Exception as error:
+            if not self.store.is_transient(error):
+                raise
+            raise UnreachableError(
+                f"Could not read the committed positions from {self.store.describe()} ({_text(error)}): is it "
+                "running and reachable from the driver? The query starts once it answers"
+            ) from None
+
     def getDefaultReadLimit(self) -> Any:
         """``maxOffsetsPerTrigger`` as Spark's ``ReadMaxRows``.
 
@@ -123,11 +139,13 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(UNLIMITED)
         return ReadAllAvailable()
 
+    @one_line_errors
     def prepareForTriggerAvailableNow(self) -> None:
         """Freeze the end of every partition: an AvailableNow run reads up to it and stops."""
         self._target = {key: b.upper for key, b in self.backend.bounds().items()}
         log.info("AvailableNow target %s", self._target)
 
+    @one_line_errors
     def latestOffset(self, start: dict[str, Any], limit: Any) -> dict[str, Any]:
         """Plan the next batch after ``start``; first commit ``start`` (the sink has committed up to it).
 
@@ -248,6 +266,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return StreamOffset(self.backend.source_id, {key: b.upper for key, b in self._last_bounds.items()}).to_json()
 
     # -- planning and reading ------------------------------------------------------------------------------
+    @one_line_errors
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """The input partitions for the rows between ``start`` and ``end``: one range per partition with rows, cut
         by ``maxRecordsPerPartition``/``minPartitions``, short ranges packed into shared tasks (``min_rows_per_task``).
@@ -288,7 +307,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """Read one range, or several packed ranges one after the other (on an executor)."""
         assert isinstance(partition, (RangePartition, PackedRanges, JournaledPartition))
-        return partition.read()
+        return one_line_rows(partition.read())
 
     # -- committing ------------------------------------------------------------------------------------------
     def _commit(self, offset: StreamOffset, caller: str) -> bool:
@@ -333,6 +352,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         return dataclasses.replace(offset, positions={k: v for k, v in offset.positions.items() if k not in gone})
 
+    @one_line_errors
     def commit(self, end: dict[str, Any]) -> None:
         """Spark's (delayed) commit of a finished batch: advance the store to ``end`` (idempotent)."""
         self._commit(self._parse(end), "commit")
