@@ -399,6 +399,44 @@ def produce(
 
 
 @app.command()
+def show(
+    path: str = typer.Argument(..., help="A dynamic table: a queue, an ordered or a sorted table."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="Show at most this many rows."),
+    proxy: str = typer.Option(None, envvar="YT_PROXY", help=_PROXY_HELP),
+) -> None:
+    """Print the rows of a dynamic table (a sorted one in key order; an ordered one with each row's tablet and row
+    index), at most --limit of them."""
+    from spyt_queue.yt.schema import YtSchema
+
+    client = _client(proxy)
+    if not client.exists(path):
+        raise CliError(f"{path} does not exist: create it with ytqueue create-table {path} --schema ...")
+    attrs = client.get(path, attributes=["type", "dynamic", "schema", "sorted"]).attributes
+    if attrs.get("type") != "table" or not attrs.get("dynamic"):
+        raise CliError(f"{path} is not a dynamic table: ytqueue show prints dynamic tables (queues, output tables)")
+    columns = [c.name for c in YtSchema.parse(attrs["schema"]).columns if not c.name.startswith("$")]
+    if not attrs.get("sorted"):
+        columns = ["$tablet_index", "$row_index", *columns]
+    rows = list(client.select_rows(f"* from [{path}] limit {limit + 1}"))
+    table = Table(title=f"{path} ({'sorted' if attrs.get('sorted') else 'ordered'})")
+    for name in columns:
+        table.add_column(name.lstrip("$").replace("_", " ") if name.startswith("$") else name)
+    for row in rows[:limit]:
+        table.add_row(*("" if row.get(name) is None else _cell(row[name]) for name in columns))
+    console.print(table)
+    shown = min(len(rows), limit)
+    more = len(rows) > limit
+    console.print(f"{shown} row{'s' * (shown != 1)}" + (f", and more: --limit {limit * 5} shows more" if more else ""))
+
+
+def _cell(value: Any) -> str:
+    """A table cell: bytes as UTF-8 text (undecodable bytes escaped), other values as Python prints them."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace")
+    return str(value)
+
+
+@app.command()
 def local(
     port: int = typer.Option(8000, help="HTTP port of the proxy (0 = any free port)."),
     data_dir: Path = typer.Option(DEFAULT_DATA_DIR, "--data-dir", help="Where the server keeps its data."),
