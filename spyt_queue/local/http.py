@@ -197,8 +197,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         self.close_connection = True  # the body is not read
         raise YtError(
-            "Authentication failed: this local server requires a token (set YT_TOKEN to the token it was started "
-            "with)",
+            "Authentication failed: this local server requires a token (set YT_TOKEN to the token it was started with)",
             code=AUTHENTICATION_ERROR,
         )
 

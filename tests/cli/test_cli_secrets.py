@@ -92,5 +92,5 @@ def test_a_secret_file_others_can_read_is_warned_of(tmp_path: Path) -> None:
                              "zookeeper://127.0.0.1:1/spyt", "--store-password-file", str(path))  # fmt: skip
     assert f"chmod 600 {loose}" in outputs["loose"][2] and "0644" in outputs["loose"][2], outputs["loose"]
     assert "readable by others" not in outputs["tight"][2], outputs["tight"]
-    for name, (_, out, err) in outputs.items():
+    for _, out, err in outputs.values():
         assert "zkpw-" not in out + err, out + err
