@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -17,6 +19,19 @@ from pathlib import Path
 import pytest
 
 REAL_PROXY = os.environ.get("YT_PROXY")
+
+
+def _interrupted(signum: int, _frame: object) -> None:
+    """SIGTERM (``timeout``, a CI runner, ``kill``) as Ctrl-C: pytest tears its fixtures down and the servers' atexit
+    hook runs, instead of the process ending at once and leaving servers behind (the Spark Connect server's JVM and
+    its Python workers are grandchildren that the launcher's death signal does not reach)."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stop on SIGTERM as on Ctrl-C (see :func:`_interrupted`)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupted)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -105,9 +120,16 @@ def spark(tmp_path_factory: pytest.TempPathFactory):
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from integration.kafka_broker import spark_kafka_jars
+
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     builder = SparkSession.builder
-    for key, value in json.loads(os.environ.get(SPARK_CONF_ENV) or "{}").items():
+    conf = json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")
+    # Spark's own Kafka source (format("kafka")): the oracle of tests/kafka/test_spark_kafka_suites.py
+    jars = [*filter(None, str(conf.get("spark.jars", "")).split(",")), *spark_kafka_jars()]
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
+    for key, value in conf.items():
         builder = builder.config(key, str(value))
     session = (
         builder.master(os.environ.get(SPARK_MASTER_ENV) or "local[2]")
