@@ -67,8 +67,6 @@ class Result:
     response_parameters: dict[str, Any] = field(default_factory=dict)
 
 
-
-
 # --------------------------------------------------------------------------------------------------------------
 # Parameter helpers
 
@@ -159,9 +157,35 @@ def _tx(state: State, params: dict[str, Any]) -> Any:
 
 
 def _master_tx_check(state: State, params: dict[str, Any]) -> None:
+    """A Cypress command's transaction (it must be alive; ``ping_ancestor_transactions`` renews its ancestors, as
+    the master does for a transactional request) and its ``prerequisite_transaction_ids`` (each alive, else 1000
+    ``Prerequisite check failed``)."""
     tx_id = _get(params, "transaction_id")
     if tx_id is not None and str(tx_id) != "0-0-0-0":
         state.transactions.get(str(tx_id))
+    for prerequisite in _get(params, "prerequisite_transaction_ids") or []:
+        state.transactions.prerequisite(_text(prerequisite))
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _deadline(params: dict[str, Any]) -> float | None:
+    """``deadline`` of ``start_transaction`` (an ISO 8601 instant, as ``datetime_to_string`` writes it)."""
+    import datetime as dt
+
+    value = _get(params, "deadline")
+    if value is None:
+        return None
+    text = _text(value).replace("Z", "+00:00")
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise YtError(f'Error parsing "deadline": invalid instant {_text(value)!r}') from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.timestamp()
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -171,25 +195,41 @@ def _master_tx_check(state: State, params: dict[str, Any]) -> None:
 def _start_transaction(state: State, req: Request) -> Result:
     params = req.params
     kind = str(_get(params, "type", "master"))
+    parent_id = None
     for name in ("parent_id", "transaction_id"):
         parent = _get(params, name)
-        if parent not in (None, "0-0-0-0"):
-            # A nested master transaction (yt.wrapper's write_table writes under one): master transactions give no
-            # isolation here, so it is an independent transaction; its parent must exist.
-            if kind != "master" or state.transactions.get(str(parent)).type != "master":
-                raise YtError("Only master transactions can be nested (in a master transaction)")
+        if parent is not None and _text(parent) != "0-0-0-0":
+            parent_id = _text(parent)
     attributes = _get(params, "attributes") or {}
-    tx = state.transactions.start(kind, _int(params, "timeout"), dict(attributes))
+    tx = state.transactions.start(
+        kind,
+        _int(params, "timeout"),
+        {str(k): v for k, v in dict(attributes).items()},
+        parent_id=parent_id,
+        prerequisite_ids=[_text(p) for p in _get(params, "prerequisite_transaction_ids") or []],
+        deadline=_deadline(params),
+    )
     return Result({"transaction_id": tx.id})
 
 
 def _ping_transaction(state: State, req: Request) -> Result:
-    state.transactions.ping(_str(req.params, "transaction_id"))
+    state.transactions.ping(_str(req.params, "transaction_id"), _bool(req.params, "ping_ancestor_transactions"))
     return Result({})
 
 
 def _commit_transaction(state: State, req: Request) -> Result:
-    tx = state.transactions.finish(_str(req.params, "transaction_id"))
+    tx_id = _str(req.params, "transaction_id")
+    prerequisites = [_text(p) for p in _get(req.params, "prerequisite_transaction_ids") or []]
+    if prerequisites:
+        try:
+            for prerequisite in prerequisites:
+                state.transactions.prerequisite(prerequisite)
+        except YtError:
+            # A commit whose prerequisites fail aborts the transaction (test_prerequisite_transactions_on_commit).
+            if state.transactions.find(tx_id) is not None:
+                state.transactions.finish(tx_id)
+            raise
+    tx = state.transactions.finish(tx_id)
     if tx.type == "master":
         return Result({})
     commit_ts = state.commit(tx)
@@ -325,7 +365,8 @@ def _delete_rows(state: State, req: Request) -> Result:
 
 def _trim_rows(state: State, req: Request) -> Result:
     params = req.params
-    tablets.trim_rows(state,
+    tablets.trim_rows(
+        state,
         _plain_path(params),
         _int(params, "tablet_index", required=True) or 0,
         _int(params, "trimmed_row_count", required=True) or 0,
@@ -375,8 +416,8 @@ def _tablet_action(action: str) -> Callable[[State, Request], Result]:
         chosen = action
         if action == "mount" and _bool(params, "freeze"):
             chosen = "mount_frozen"
-        tablets.set_tablet_state(state,
-            _plain_path(params), chosen, _int(params, "first_tablet_index"), _int(params, "last_tablet_index")
+        tablets.set_tablet_state(
+            state, _plain_path(params), chosen, _int(params, "first_tablet_index"), _int(params, "last_tablet_index")
         )
         return Result({})
 
@@ -387,7 +428,8 @@ def _reshard_table(state: State, req: Request) -> Result:
     params = req.params
     if _bool(params, "enable_slicing"):  # pivots from chunk sizes: there are no chunk sizes here
         raise YtError('reshard_table with "enable_slicing" is not supported by the local server')
-    tablets.reshard(state,
+    tablets.reshard(
+        state,
         _plain_path(params),
         _int(params, "tablet_count"),
         _get(params, "pivot_keys"),

@@ -146,6 +146,9 @@ class Cypress:
             sys={"creation_time": _now(), "modification_time": _now()},
         )
         self.by_id: dict[str, Node] = {self.root.id: self.root}
+        #: The last ``@revision`` given: every persisted change of a node (its value, attributes or, for a map
+        #: node, its children) gives it the next one, as a master mutation gives the nodes it changes its revision.
+        self.revision = 0
 
     # ----------------------------------------------------------------------------------------------------------
     # Persistence
@@ -155,6 +158,7 @@ class Cypress:
         for path, node_id, node_type, sys_blob, attrs_blob in rows:
             sys_data = yson.loads(sys_blob)
             attrs = yson.loads(attrs_blob)
+            self.revision = max(self.revision, int(sys_data.get("revision", 0)))
             if path == "/":
                 self.root.sys = dict(sys_data)
                 self.root.attrs = dict(attrs)
@@ -174,7 +178,9 @@ class Cypress:
             self.by_id[node_id] = node
 
     def persist(self, conn: sqlite3.Connection, node: Node) -> None:
-        """Write one node (and its table metadata) through ``conn``."""
+        """Write one node (and its table metadata) through ``conn``; the node gets the next ``@revision``."""
+        self.revision += 1
+        node.sys["revision"] = self.revision
         sys_data = dict(node.sys)
         if node.table is not None:
             sys_data["table"] = {
@@ -288,7 +294,7 @@ class Cypress:
             "account": "tmp",
             "acl": [],
             "inherit_acl": True,
-            "revision": 0,
+            "revision": yson.YsonUint64(int(node.sys.get("revision", 0))),
         }
         if node.type == "link":
             result["target_path"] = node.sys.get("target_path")
@@ -497,6 +503,7 @@ class Cypress:
         parent.children[name] = node
         self.by_id[node.id] = node
         self.persist(conn, node)
+        self.persist(conn, parent)
         return node, True
 
     def _ensure_parent(self, conn: sqlite3.Connection, components: list[str], path: str, recursive: bool) -> Node:
@@ -529,6 +536,7 @@ class Cypress:
         components, _ = split_path(node.path)
         parent = self._walk(components[:-1], node.path)
         parent.children.pop(components[-1], None)
+        self.persist(conn, parent)
         removed_tables: list[Node] = []
         stack = [node]
         while stack:

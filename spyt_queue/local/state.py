@@ -7,6 +7,7 @@ import itertools
 import operator
 import random
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,11 @@ import yt.yson as yson
 from spyt_queue.local import ids, ordered, sorted_tables, tablet_checks
 from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value, parse_commit_ordering
 from spyt_queue.local.errors import (
+    RESOLVE_ERROR,
     TABLET_NOT_MOUNTED,
     TOO_MANY_ROWS_IN_TRANSACTION,
     YtError,
+    resolve_error,
 )
 from spyt_queue.local.schema import (
     CONSUMER_SCHEMA,
@@ -31,6 +34,7 @@ from spyt_queue.local.storage import Storage
 from spyt_queue.local.transactions import (
     DEFAULT_MAX_ROWS_PER_TRANSACTION,
     MAX_ROWS_PER_TRANSACTION_HARD_LIMIT,
+    MAX_TRANSACTION_TIMEOUT_MS,
     SortedWrite,
     Transaction,
     TransactionManager,
@@ -289,55 +293,146 @@ class State:
     def get(self, path: str, attributes: list[str] | None) -> Any:
         """``get``."""
         with self.lock:
-            if path.startswith("#"):
-                components, attribute = split_path(path)
-                tx_value = self._transaction_object(components[0][1:], attribute, path)
-                if tx_value is not None:
-                    return tx_value
+            target = self._transaction_target(path)
+            if target is not None:
+                return self._get_transaction_object(path, *target)
             return self.cypress.get(path, attributes)
 
-    def _transaction_object(self, object_id: str, attribute: list[str] | None, path: str) -> Any:
-        try:
-            tx = self.transactions.get(object_id)
-        except YtError:
+    # Transactions as objects: ``#<id>``, ``//sys/transactions/<id>``, ``//sys/topmost_transactions/<id>``.
+
+    def _transaction_target(self, path: str) -> tuple[Transaction | None, list[str] | None, bool] | None:
+        """``(transaction, attribute, topmost)`` when ``path`` names a transaction or one of the transaction maps
+        (transaction ``None`` for the map itself), ``None`` for other paths. An object id that does not parse is
+        an error, as is one of a cell other than this one (``exists`` included: such an id is not an object id of
+        this cluster); the null id ``0-0-0-0`` and a missing transaction are resolve errors."""
+        components, attribute = split_path(path)
+        if components and components[0].startswith("#"):
+            object_id = components[0][1:]
+            parts = _parse_guid(object_id)
+            if parts == (0, 0, 0, 0):
+                raise resolve_error(path, f"No such object {object_id}")
+            if parts[2] >> 16 != ids.CELL_TAG:
+                raise YtError(f"Unknown master cell tag {parts[2] >> 16}")
+            if parts[2] & 0xFFFF not in _TRANSACTION_TYPES:
+                return None
+            tx = self.transactions.find(object_id)
+            if tx is None:
+                raise resolve_error(path, f"No such transaction {object_id}")
+            if len(components) > 1:
+                raise resolve_error(path, f"Transaction {object_id} cannot have children")
+            return tx, attribute, False
+        if len(components) < 2 or components[0] != "sys" or components[1] not in _TRANSACTION_MAPS:
             return None
-        attrs = {
+        topmost = components[1] == "topmost_transactions"
+        if len(components) == 2:
+            return None, attribute, topmost
+        key = components[2]
+        _parse_guid(key)
+        tx = self.transactions.find(key)
+        if tx is None or tx.type != "master" or (topmost and tx.parent_id is not None):
+            raise resolve_error(path, f'Node //sys/{components[1]} has no child with key "{key}"')
+        if len(components) > 3:
+            raise resolve_error(path, f"Transaction {key} cannot have children")
+        return tx, attribute, topmost
+
+    def _transaction_attributes(self, tx: Transaction) -> dict[str, Any]:
+        """A transaction's attributes (``transaction_proxy.cpp``) and its user attributes."""
+        if tx.type != "master":
+            return {
+                "id": tx.id,
+                "type": "tablet_transaction",
+                "timeout": tx.timeout_ms,
+                "start_timestamp": tx.start_ts,
+                **tx.attributes,
+            }
+        result: dict[str, Any] = {
             "id": tx.id,
-            "type": "transaction" if tx.type == "master" else "tablet_transaction",
+            "type": "nested_transaction" if tx.parent_id else "transaction",
+            "owner": "root",
+            "state": "active",
             "timeout": tx.timeout_ms,
+            "parent_id": tx.parent_id or "0-0-0-0",
+            "start_time": _instant(tx.start_time),
+            "last_ping_time": _instant(time.time() - (time.monotonic() - tx.last_ping)),
+            "nested_transaction_ids": list(tx.nested),
+            "prerequisite_transaction_ids": list(tx.prerequisite_ids),
+            "dependent_transaction_ids": list(tx.dependent_ids),
+            "depth": tx.depth,
+            "cypress_transaction": True,
             "start_timestamp": tx.start_ts,
-            **tx.attributes,
         }
+        if tx.deadline is not None:
+            result["deadline"] = _instant(tx.deadline)
+        result.update(tx.attributes)
+        return result
+
+    def _get_transaction_object(
+        self, path: str, tx: Transaction | None, attribute: list[str] | None, topmost: bool
+    ) -> Any:
+        if tx is None:  # the map itself
+            if attribute is not None:
+                raise YtError(f"Attributes of {path} are not supported by ytqueue local")
+            return {tx_id: yson.YsonEntity() for tx_id in self.transactions.master_ids(topmost)}
         if attribute is None:
             return yson.YsonEntity()
-        if not attribute:
-            return attrs
-        if attribute[0] not in attrs:
-            from spyt_queue.local.errors import resolve_error
-
-            raise resolve_error(path, f'Attribute "{attribute[0]}" is not found')
-        return attrs[attribute[0]]
+        value: Any = self._transaction_attributes(tx)
+        for depth, name in enumerate(attribute):
+            if isinstance(value, dict) and name in value:
+                value = value[name]
+            elif isinstance(value, list) and name.lstrip("-").isdigit() and -len(value) <= int(name) < len(value):
+                value = value[int(name)]
+            else:
+                shown = "/".join(attribute[: depth + 1])
+                raise resolve_error(path, f'Attribute "{shown}" is not found')
+        return value
 
     def list(self, path: str, attributes: list[str] | None) -> Any:
         """``list``."""
         with self.lock:
+            target = self._transaction_target(path)
+            if target is not None:
+                tx, attribute, topmost = target
+                if tx is None and attribute is None:
+                    return self.transactions.master_ids(topmost)
+                if attribute == []:
+                    return list(self._transaction_attributes(tx)) if tx is not None else []
+                raise YtError(f"Cannot list {path}: it is not a map node")
             return self.cypress.list(path, attributes)
 
     def exists(self, path: str) -> bool:
         """``exists``."""
         with self.lock:
-            if path.startswith("#"):
-                components, attribute = split_path(path)
-                try:
-                    self.transactions.get(components[0][1:])
-                    return (
-                        attribute is None
-                        or not attribute
-                        or attribute[0] in ("id", "type", "timeout", "start_timestamp")
-                    )
-                except YtError:
-                    pass
+            try:
+                target = self._transaction_target(path)
+                if target is not None:
+                    self._get_transaction_object(path, *target)
+                    return True
+            except YtError as exc:
+                if exc.contains_code(RESOLVE_ERROR):
+                    return False
+                raise
             return self.cypress.exists(path)
+
+    def _set_transaction_attribute(self, path: str, value: Any) -> bool:
+        """``set`` of a transaction's attribute (``@timeout`` or a user attribute); whether ``path`` was one."""
+        target = self._transaction_target(path)
+        if target is None:
+            return False
+        tx, attribute, _ = target
+        if tx is None or not attribute:
+            raise YtError(f"Cannot set {path}: only attributes of a transaction can be set here")
+        name = attribute[0]
+        if name == "timeout" and len(attribute) == 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise YtError(f"Invalid transaction timeout {value!r}")
+            tx.timeout_ms = min(int(value), MAX_TRANSACTION_TIMEOUT_MS)
+            return True
+        if name in self._transaction_attributes(tx) and name not in tx.attributes:
+            raise YtError(f'Builtin attribute "{name}" cannot be set', attributes={"path": path})
+        if len(attribute) > 1:
+            raise YtError(f"Setting nested keys of a transaction attribute ({path}) is not supported by ytqueue local")
+        tx.attributes[name] = value
+        return True
 
     def remove(self, path: str, recursive: bool, force: bool) -> None:
         """``remove`` (a table's rows, chunks and registrations go with it)."""
@@ -365,6 +460,9 @@ class State:
 
     def set(self, path: str, value: Any, recursive: bool, force: bool) -> None:
         """``set``: attributes, scalar/document values, or a new subtree."""
+        with self.lock:
+            if self._set_transaction_attribute(path, value):
+                return
         with self.lock, self.storage.transaction() as conn:
             _, attribute = split_path(path)
             if attribute is not None:
@@ -433,7 +531,6 @@ class State:
     def new_chunk_id(self) -> str:
         """A fresh chunk id (object type 100, ``EObjectType::Chunk``)."""
         return self.ids.generate(ids.TYPE_CHUNK)
-
 
     # ----------------------------------------------------------------------------------------------------------
     # Transactions and commit
@@ -684,6 +781,25 @@ def _encoded_pivots(pivot_keys: list[Any]) -> list[bytes]:
         return [encode_key(list(pivot or [])) for pivot in pivot_keys]
     except Exception:  # a pivot of a type the encoding does not know: count the table as one tablet
         return []
+
+
+_TRANSACTION_MAPS = ("transactions", "topmost_transactions")
+_TRANSACTION_TYPES = (ids.TYPE_TRANSACTION, ids.TYPE_ATOMIC_TABLET_TRANSACTION, ids.TYPE_NESTED_TRANSACTION)
+
+
+def _parse_guid(text: str) -> tuple[int, int, int, int]:
+    """The four parts of an object id; ``Error parsing GUID`` as ``TGuid::FromString`` refuses a malformed one."""
+    try:
+        return ids.parse_id(text)
+    except ValueError:
+        raise YtError(f'Error parsing GUID "{text}"') from None
+
+
+def _instant(seconds: float) -> str:
+    """A ``TInstant`` as YSON writes it (ISO 8601, microseconds, ``Z``)."""
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def normalize_path(path: str) -> str:

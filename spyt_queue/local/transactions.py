@@ -1,5 +1,12 @@
-"""Transactions: tablet transactions buffer writes until commit (as the native client does), master ones are
-placeholders that only live and die.
+"""Transactions: tablet transactions buffer writes until commit (as the native client does); master transactions
+form YTsaurus's tree (nested transactions, prerequisites, leases and deadlines) but give Cypress no isolation.
+
+Master transactions follow ``transaction_server/transaction_manager.cpp``: a nested transaction needs an active
+master parent and at most ``max_transaction_depth`` (32) ancestors (11002 ``Transaction depth limit reached``);
+the timeout is capped at ``max_transaction_timeout`` (one hour); committing or aborting a transaction aborts its
+nested transactions first, and finishing one aborts every transaction that named it a prerequisite. A lease runs
+out after ``timeout`` ms without a ping or at ``deadline``, and the transaction is then aborted as above;
+``ping_ancestor_transactions`` renews the ancestors' leases too.
 
 A tablet transaction reads a snapshot at its start timestamp and does not see its own buffered writes (YT has no
 read-your-writes in tablet transactions). At commit the server checks row locks: a sorted-table key written by
@@ -16,6 +23,12 @@ from typing import Any
 
 from spyt_queue.local import ids
 from spyt_queue.local.errors import YtError, no_such_transaction
+
+#: ``TDynamicTransactionManagerConfig``: ``max_transaction_depth`` (32) and ``max_transaction_timeout`` (60 min).
+MAX_TRANSACTION_DEPTH = 32
+MAX_TRANSACTION_TIMEOUT_MS = 60 * 60 * 1000
+TRANSACTION_DEPTH_LIMIT_REACHED = 11002
+PREREQUISITE_CHECK_FAILED = 1000  # NObjectClient::EErrorCode::PrerequisiteCheckFailed
 
 DEFAULT_TIMEOUT_MS = 15000
 #: Rows one tablet transaction may write into one tablet: the native client's ``max_rows_per_transaction``
@@ -50,10 +63,20 @@ class Transaction:
     sorted_writes: dict[str, dict[bytes, SortedWrite]] = field(default_factory=dict)
     table_paths: dict[str, str] = field(default_factory=dict)
     busy: int = 0
+    # Master transactions: the tree, prerequisites and the deadline (``time.time()`` seconds).
+    parent_id: str | None = None
+    depth: int = 0
+    nested: list[str] = field(default_factory=list)
+    prerequisite_ids: list[str] = field(default_factory=list)
+    dependent_ids: list[str] = field(default_factory=list)
+    deadline: float | None = None
+    start_time: float = field(default_factory=time.time)
 
     @property
     def expired(self) -> bool:
-        """Whether the lease ran out (no ping within ``timeout``)."""
+        """Whether the lease ran out (no ping within ``timeout``) or the deadline passed."""
+        if self.deadline is not None and time.time() >= self.deadline:
+            return True
         return time.monotonic() - self.last_ping > self.timeout_ms / 1000.0
 
     def has_writes(self) -> bool:
@@ -75,53 +98,147 @@ class TransactionManager:
     def __init__(self, timestamps: ids.TimestampGenerator) -> None:
         self._timestamps = timestamps
         self._transactions: dict[str, Transaction] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
-    def start(self, kind: str, timeout_ms: int | None, attributes: dict[str, Any]) -> Transaction:
-        """Start a transaction of ``kind`` (``tablet`` or ``master``)."""
+    def start(
+        self,
+        kind: str,
+        timeout_ms: int | None,
+        attributes: dict[str, Any],
+        parent_id: str | None = None,
+        prerequisite_ids: list[str] | None = None,
+        deadline: float | None = None,
+    ) -> Transaction:
+        """Start a transaction of ``kind`` (``tablet`` or ``master``), nested in ``parent_id`` (a master one)."""
         if kind not in ("tablet", "master"):
             raise YtError(f"Error parsing ETransactionType value {kind!r}")
-        start_ts = self._timestamps.generate()
-        object_type = ids.TYPE_ATOMIC_TABLET_TRANSACTION if kind == "tablet" else ids.TYPE_TRANSACTION
-        tx_id = ids.format_id(start_ts, object_type)
         timeout = DEFAULT_TIMEOUT_MS if timeout_ms is None else int(timeout_ms)
         if timeout <= 0:
             raise YtError(f"Invalid transaction timeout {timeout}")
-        tx = Transaction(tx_id, kind, start_ts, timeout, dict(attributes))
         with self._lock:
+            parent = None
+            if parent_id is not None:
+                parent = self.get(parent_id)
+                if kind != "master" or parent.type != "master":
+                    raise YtError("Only master transactions can be nested (in a master transaction)")
+                if parent.depth >= MAX_TRANSACTION_DEPTH:
+                    raise YtError(
+                        "Transaction depth limit reached",
+                        code=TRANSACTION_DEPTH_LIMIT_REACHED,
+                        attributes={"limit": MAX_TRANSACTION_DEPTH},
+                    )
+            prerequisites = [self.prerequisite(p) for p in prerequisite_ids or []]
+            start_ts = self._timestamps.generate()
+            if kind == "tablet":
+                object_type = ids.TYPE_ATOMIC_TABLET_TRANSACTION
+            else:
+                object_type = ids.TYPE_NESTED_TRANSACTION if parent is not None else ids.TYPE_TRANSACTION
+                timeout = min(timeout, MAX_TRANSACTION_TIMEOUT_MS)
+            tx_id = ids.format_id(start_ts, object_type)
+            tx = Transaction(tx_id, kind, start_ts, timeout, dict(attributes), deadline=deadline)
+            if parent is not None:
+                tx.parent_id = parent.id
+                tx.depth = parent.depth + 1
+                parent.nested.append(tx_id)
+            for prerequisite in prerequisites:
+                tx.prerequisite_ids.append(prerequisite.id)
+                prerequisite.dependent_ids.append(tx_id)
             self._transactions[tx_id] = tx
-        return tx
+            return tx
+
+    def _expire(self, tx: Transaction) -> bool:
+        """Abort ``tx`` if its lease (or an ancestor's) ran out; whether it is gone."""
+        chain = []
+        current: Transaction | None = tx
+        while current is not None:
+            chain.append(current)
+            current = self._transactions.get(current.parent_id) if current.parent_id else None
+        for item in reversed(chain):  # the topmost expired ancestor takes its subtree with it
+            if item.expired and item.busy == 0:
+                self._abort_tree(item.id)
+                return True
+        return False
+
+    def _abort_tree(self, tx_id: str) -> None:
+        """Remove a transaction, its nested transactions and its dependents (as ``AbortTransaction`` with
+        ``force`` and ``FinishTransaction`` do)."""
+        tx = self._transactions.pop(tx_id, None)
+        if tx is None:
+            return
+        self._detach(tx)
+        for child in list(tx.nested):
+            self._abort_tree(child)
+        for dependent in list(tx.dependent_ids):
+            self._abort_tree(dependent)
+
+    def _detach(self, tx: Transaction) -> None:
+        if tx.parent_id is not None:
+            parent = self._transactions.get(tx.parent_id)
+            if parent is not None and tx.id in parent.nested:
+                parent.nested.remove(tx.id)
+        for prerequisite_id in tx.prerequisite_ids:
+            prerequisite = self._transactions.get(prerequisite_id)
+            if prerequisite is not None and tx.id in prerequisite.dependent_ids:
+                prerequisite.dependent_ids.remove(tx.id)
 
     def get(self, tx_id: str) -> Transaction:
         """A live transaction; error 11000 if unknown, finished or expired."""
         with self._lock:
             tx = self._transactions.get(tx_id)
-            if tx is None:
-                raise no_such_transaction(tx_id)
-            if tx.expired and tx.busy == 0:
-                del self._transactions[tx_id]
+            if tx is None or self._expire(tx):
                 raise no_such_transaction(tx_id)
             return tx
 
-    def ping(self, tx_id: str) -> None:
-        """Renew the lease."""
-        self.get(tx_id).last_ping = time.monotonic()
+    def find(self, tx_id: str) -> Transaction | None:
+        """A live transaction or ``None``."""
+        try:
+            return self.get(tx_id)
+        except YtError:
+            return None
+
+    def prerequisite(self, tx_id: str) -> Transaction:
+        """A live prerequisite transaction; 1000 ``Prerequisite check failed`` if it is not
+        (``GetAndValidatePrerequisiteTransaction``)."""
+        tx = self.find(str(tx_id))
+        if tx is None:
+            raise YtError(f"Prerequisite check failed: transaction {tx_id} is missing", code=PREREQUISITE_CHECK_FAILED)
+        return tx
+
+    def ping(self, tx_id: str, ping_ancestors: bool = False) -> None:
+        """Renew the lease (and the ancestors' with ``ping_ancestors``)."""
+        with self._lock:
+            tx = self.get(tx_id)
+            now = time.monotonic()
+            tx.last_ping = now
+            while ping_ancestors and tx.parent_id is not None:
+                parent = self._transactions.get(tx.parent_id)
+                if parent is None:
+                    break
+                parent.last_ping = now
+                tx = parent
 
     def finish(self, tx_id: str) -> Transaction:
-        """Remove a transaction for commit or abort (error 11000 if gone)."""
+        """Remove a transaction for commit or abort (error 11000 if gone): its nested transactions and the
+        transactions that depend on it are aborted."""
         with self._lock:
-            tx = self._transactions.get(tx_id)
-            if tx is None or (tx.expired and tx.busy == 0):
-                self._transactions.pop(tx_id, None)
-                raise no_such_transaction(tx_id)
-            del self._transactions[tx_id]
+            tx = self.get(tx_id)
+            self._abort_tree(tx_id)
             return tx
 
     def sweep(self) -> None:
-        """Drop expired transactions (they are aborted)."""
+        """Abort expired transactions (with their subtrees)."""
         with self._lock:
-            for tx_id in [t.id for t in self._transactions.values() if t.expired and t.busy == 0]:
-                del self._transactions[tx_id]
+            for tx in list(self._transactions.values()):
+                if tx.id in self._transactions:
+                    self._expire(tx)
+
+    def master_ids(self, topmost: bool = False) -> list[str]:
+        """Live master transactions (``//sys/transactions``; ``//sys/topmost_transactions`` with ``topmost``)."""
+        self.sweep()
+        with self._lock:
+            return [
+                t.id for t in self._transactions.values() if t.type == "master" and (not topmost or t.parent_id is None)
+            ]
 
     def min_active_start_ts(self) -> int | None:
         """The oldest snapshot still needed by a live tablet transaction."""
