@@ -189,6 +189,14 @@ def _die_with_parent_preexec() -> Callable[[], None] | None:
     return preexec
 
 
+#: Names whose values ``command.txt`` hides: Spark's default ``spark.redaction.regex``.
+SECRET_NAME = re.compile(r"(?i)secret|password|token|access[.]?key")
+
+
+def _shown_value(name: str, value: str) -> str:
+    return "*********(redacted)" if SECRET_NAME.search(name) else value
+
+
 def _signal_group(pid: int, sig: int) -> None:
     """``sig`` to the process group led by ``pid`` (the server and anything it forked); gone already is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -444,6 +452,34 @@ class JavaServer:
         """The server's argv; ``cwd`` is ``work_dir`` and stdout/stderr go to ``log_path``."""
         raise NotImplementedError
 
+    def _environment(self) -> dict[str, str | None]:
+        """Environment variables the server process gets besides this process's (None: removed). They go to the
+        process directly, never through a command line (``ps`` shows those) or a file."""
+        return {}
+
+    def command_text(self, cmd: Sequence[str]) -> str:
+        """What ``command.txt`` holds: the environment set (values of secret names, such as ``YT_TOKEN``, hidden)
+        and the command, with the values of ``--conf``/``-D`` settings of secret names hidden."""
+        env = [
+            f"unset {key}" if value is None else f"{key}={_shown_value(key, value)}"
+            for key, value in self._environment().items()
+        ]
+        words = []
+        for word in cmd:
+            key, equals, value = word.partition("=")
+            words.append(f"{key}={_shown_value(key, value)}" if equals else word)
+        return "".join(line + "\n" for line in env) + " ".join(words) + "\n"
+
+    def write_command_file(self, cmd: Sequence[str]) -> Path:
+        """Write :meth:`command_text` to ``work_dir/command.txt``, readable by its owner only; its path."""
+        assert self.work_dir is not None
+        path = self.work_dir / "command.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # an older file of a kept work_dir
+        with os.fdopen(fd, "w") as file:
+            file.write(self.command_text(cmd))
+        return path
+
     def _readiness_probe(self) -> Callable[[float], str | None]:
         """A callable ``probe(remaining_seconds)``: None once the server serves, else why not (default: the client
         port accepts connections). Made once per launch, so it may keep a client between calls."""
@@ -498,7 +534,13 @@ class JavaServer:
     def _launch(self) -> None:
         assert self.work_dir is not None and self.log_path is not None
         cmd = self._command()
-        (self.work_dir / "command.txt").write_text(" ".join(cmd) + "\n")
+        self.write_command_file(cmd)
+        env = dict(os.environ)
+        for key, value in self._environment().items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._log_file = open(self.log_path, "ab")
         # PDEATHSIG is tied to the forking *thread*: only use it from the main thread.
@@ -509,6 +551,7 @@ class JavaServer:
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
             cwd=self.work_dir,
+            env=env,
             start_new_session=True,  # its own process group: Ctrl-C in a terminal reaches us, and we stop it cleanly
             preexec_fn=preexec,
         )

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = [
+    "CONNECT_REDACTION_REGEX",
     "CONNECT_SERVER_MAIN",
     "SparkConnectError",
     "SparkConnectServer",
@@ -54,6 +55,9 @@ __all__ = [
 ]
 
 CONNECT_SERVER_MAIN = "org.apache.spark.sql.connect.service.SparkConnectServer"
+#: ``spark.sql.redaction.string.regex`` for a Connect server: an option whose name holds secret, password, token,
+#: access key or pem, with its value, in the text form of a request's plan (``key: "token" value: "..."``).
+CONNECT_REDACTION_REGEX = r'(?i)key: "[^"]*(?:secret|password|token|access[.]?key|pem)[^"]*"\s+value: "(?:[^"\\]|\\.)*"'
 CLIENT_INSTALL_HINT = "pip install 'spyt-queue[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)"
 
 _LOG4J2 = """\
@@ -123,6 +127,10 @@ class SparkConnectServer(JavaServer):
 
     #: Spark settings besides the binding, the master and the directories; ``config=`` overrides any of them.
     DEFAULT_CONFIG: ClassVar[Mapping[str, object]] = {
+        # Connect records each request's plan as text (event log, UI's Connect and SQL tabs), redacted only by this
+        # regex, which Spark leaves unset: hide the values of options whose names are secret (token, *password*,
+        # *secret*, access keys, inline PEM keys), keys included.
+        "spark.sql.redaction.string.regex": CONNECT_REDACTION_REGEX,
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",
         "spark.sql.streaming.stopTimeout": "30s",
@@ -177,18 +185,6 @@ class SparkConnectServer(JavaServer):
         assert self.work_dir is not None and self.java is not None
         home = spark_home()
         assert home is not None
-        unset = [arg for key, value in self.env.items() if value is None for arg in ("-u", key)]
-        env = {
-            **{key: value for key, value in self.env.items() if value is not None},
-            "SPARK_HOME": str(home),
-            "SPARK_CONF_DIR": str(self.work_dir / "conf"),  # our log4j2.properties, no spark-defaults.conf
-            "SPARK_LOG_DIR": str(self.work_dir),
-            "SPARK_PID_DIR": str(self.work_dir),
-            "SPARK_LOCAL_IP": self.host,
-            "JAVA_HOME": str(Path(self.java).resolve().parent.parent),
-            "PYSPARK_PYTHON": self.python,
-            "PYSPARK_DRIVER_PYTHON": self.python,
-        }
         settings = self._merged_config(
             {
                 "spark.connect.grpc.binding.address": self.host,
@@ -202,8 +198,25 @@ class SparkConnectServer(JavaServer):
         )
         confs = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
         launcher = str(home / "sbin" / "start-connect-server.sh")
-        args = ["--wait", "--master", self.master, "--driver-memory", self.heap, *confs]
-        return ["env", *unset, *(f"{key}={value}" for key, value in env.items()), launcher, *args]
+        return [launcher, "--wait", "--master", self.master, "--driver-memory", self.heap, *confs]
+
+    def _environment(self) -> dict[str, str | None]:
+        """``env=`` (secrets such as ``YT_TOKEN`` included: they reach the process, never a file or a command line)
+        and the launcher's variables."""
+        assert self.work_dir is not None and self.java is not None
+        home = spark_home()
+        assert home is not None
+        return {
+            **self.env,
+            "SPARK_HOME": str(home),
+            "SPARK_CONF_DIR": str(self.work_dir / "conf"),  # our log4j2.properties, no spark-defaults.conf
+            "SPARK_LOG_DIR": str(self.work_dir),
+            "SPARK_PID_DIR": str(self.work_dir),
+            "SPARK_LOCAL_IP": self.host,
+            "JAVA_HOME": str(Path(self.java).resolve().parent.parent),
+            "PYSPARK_PYTHON": self.python,
+            "PYSPARK_DRIVER_PYTHON": self.python,
+        }
 
     def _readiness_probe(self) -> Callable[[float], str | None]:
         """Ready once a Connect client gets the Spark version back (the gRPC service starts after the session)."""

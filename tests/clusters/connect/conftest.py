@@ -10,6 +10,7 @@ tests: PySpark marks a process as a Connect client with the environment variable
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +22,15 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="session")
-def connect_server() -> Iterator[Any]:
-    """A Spark Connect server on loopback (``local[2]``), started once for the session and stopped at its end.
+def connect_event_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of the session's Connect server's Spark event log (what its UI and history server show)."""
+    return tmp_path_factory.mktemp("connect-event-log")
+
+
+@pytest.fixture(scope="session")
+def connect_server(connect_event_log: Path) -> Iterator[Any]:
+    """A Spark Connect server on loopback (``local[2]``), started once for the session and stopped at its end, with
+    its event log in ``connect_event_log``.
 
     Fails with the reason when Java or the Connect client's packages are missing (``pip install
     'spyt-queue[connect]'``) (skipped instead with ``SPYT_ALLOW_MISSING_SERVERS=1``).
@@ -30,7 +38,12 @@ def connect_server() -> Iterator[Any]:
     from integration.spark_connect import SparkConnectServer, missing_requirements
 
     # without this process's YT_PROXY: test_client_environment_is_not_the_servers shows the client's is not used
-    server = lambda: SparkConnectServer(env={"YT_PROXY": None}, start_timeout=300)  # noqa: E731
+    event_log = {
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": connect_event_log.as_uri(),
+        "spark.eventLog.compress": "false",  # searched as text
+    }
+    server = lambda: SparkConnectServer(env={"YT_PROXY": None}, start_timeout=300, config=event_log)  # noqa: E731
     yield from serve(server, missing_requirements())
 
 
