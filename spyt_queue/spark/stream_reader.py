@@ -65,7 +65,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: dict[str, Any] | None = None
         self._target: dict[str, int] | None = None
         self._last_bounds: dict[str, PartitionBounds] | None = None
-        self._last_batch_at = time.monotonic()
+        self._last_batch_at: float | None = None  # when a trigger last fired; None: none yet in this run
         self._commits: ThreadPoolExecutor | None = None
         self._writer: str | None = None  # this run's token for offsets of checkpoints written before tokens
         self._batches_planned = 0  # batches planned by this reader (the batch journal: see _batch_journal)
@@ -182,8 +182,6 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         for note in plan.notes:
             log.info("%s: %s", self.backend.source_id, note)
-        if plan.rows:
-            self._last_batch_at = time.monotonic()
         if plan.end == dict(current.positions) and not current.initial:
             if self._target is not None and not committed:
                 raise CommitError(
@@ -242,17 +240,19 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _should_delay(self, start: dict[str, int], bounds: dict[str, PartitionBounds], limit: Any) -> bool:
-        """``minOffsetsPerTrigger``: wait for enough new rows, but no longer than ``maxTriggerDelay``."""
+        """``minOffsetsPerTrigger``: wait for enough new rows, but no longer than ``maxTriggerDelay`` since the last
+        trigger that was not delayed. As in Spark's Kafka source (its last-trigger time starts at 0), the first trigger
+        of a run, a start or a restart, is never delayed."""
         minimum = self.settings.min_rows_per_trigger
         if not minimum or self._target is not None:
             return False
         if isinstance(limit, ReadAllAvailable):
             return False
         backlog = sum(max(0, b.upper - max(start.get(key, b.lower), b.lower)) for key, b in bounds.items())
-        if backlog >= minimum:
-            return False
-        waited_ms = (time.monotonic() - self._last_batch_at) * 1000
-        if waited_ms >= self.settings.max_trigger_delay_ms:
+        now = time.monotonic()
+        waited_ms = None if self._last_batch_at is None else (now - self._last_batch_at) * 1000
+        if backlog >= minimum or waited_ms is None or waited_ms >= self.settings.max_trigger_delay_ms:
+            self._last_batch_at = now
             return False
         log.info(
             "%d new rows < minOffsetsPerTrigger %d; delaying the batch (%.0f ms waited)", backlog, minimum, waited_ms

@@ -82,15 +82,36 @@ def test_the_final_available_now_commit_failing_fails_the_run(yt, queue) -> None
     assert r.store.committed() == {"0": 10}
 
 
-def test_min_rows_per_trigger_delays_until_max_trigger_delay(queue) -> None:
+def test_min_rows_per_trigger_delays_until_max_trigger_delay(yt, queue) -> None:
+    """The first trigger of a run is never delayed (Spark's last-trigger time starts at 0); later ones wait for
+    ``minOffsetsPerTrigger`` rows, or for ``maxTriggerDelay`` since the last trigger that fired (issue 34.2)."""
     r = reader(queue, startingOffsets="earliest", minOffsetsPerTrigger="100", maxTriggerDelay="1h")
     limit = r.getDefaultReadLimit()
     assert isinstance(limit, ReadMaxRows), "with a minimum configured, ReadAllAvailable must mean Trigger.Once"
     initial = r.initialOffset()
-    assert r.latestOffset(initial, limit) == initial, "10 rows < minOffsetsPerTrigger: no batch yet"
-    assert r.latestOffset(initial, ReadAllAvailable())["partitions"] == {"0": 10}, "Trigger.Once never waits"
+    first = r.latestOffset(initial, limit)
+    assert first["partitions"] == {"0": 10}, "10 rows < minOffsetsPerTrigger, but the first trigger fires at once"
+    yt.insert_rows(queue["path"], [{"id": i} for i in range(10, 15)])
+    assert r.latestOffset(first, limit) == first, "5 rows < minOffsetsPerTrigger: no batch yet"
+    assert r.latestOffset(first, ReadAllAvailable())["partitions"] == {"0": 15}, "Trigger.Once never waits"
     r._last_batch_at = time.monotonic() - 3601  # an hour has passed since the last batch
-    assert r.latestOffset(initial, limit)["partitions"] == {"0": 10}
+    assert r.latestOffset(first, limit)["partitions"] == {"0": 15}
+    r.stop()
+
+
+def test_min_rows_per_trigger_never_delays_the_first_batch_of_a_restart(yt, queue) -> None:
+    """A restart resumes from its checkpoint: its first trigger reads what waits at once, not after maxTriggerDelay."""
+    first_run = reader(queue, startingOffsets="earliest", minOffsetsPerTrigger="100", maxTriggerDelay="1h")
+    logged = first_run.latestOffset(first_run.initialOffset(), first_run.getDefaultReadLimit())
+    first_run.stop()
+    yt.insert_rows(queue["path"], [{"id": i} for i in range(10, 13)])
+    restarted = reader(queue, startingOffsets="earliest", minOffsetsPerTrigger="100", maxTriggerDelay="1h")
+    limit = restarted.getDefaultReadLimit()
+    following = restarted.latestOffset(logged, limit)
+    assert following["partitions"] == {"0": 13}, "3 rows < minOffsetsPerTrigger, but a restart's first trigger fires"
+    yt.insert_rows(queue["path"], [{"id": 13}])
+    assert restarted.latestOffset(following, limit) == following, "later triggers of the run wait again"
+    restarted.stop()
 
 
 def test_row_index_gaps_inside_a_pull_are_reported(queue, monkeypatch) -> None:
@@ -164,11 +185,12 @@ def test_a_conflicting_commit_still_stops_the_query_while_the_bounds_fail(yt, qu
 
 def test_an_empty_first_batch_never_moves_a_consumer_back(yt, queue) -> None:
     """``startingOffsets=earliest`` under a consumer that is ahead, with ``minOffsetsPerTrigger`` delaying the first
-    trigger: Spark runs an empty batch 0 ending at the initial offset and commits it. Nothing is in the sink, so the
+    batch: Spark runs an empty batch 0 ending at the initial offset and commits it. Nothing is in the sink, so the
     consumer stays where it is (it was moved back to the query's start)."""
     yt.advance_consumer(queue["consumer_path"], queue["path"], partition_index=0, old_offset=0, new_offset=7)
     r = reader(queue, startingOffsets="earliest", minOffsetsPerTrigger="100", maxTriggerDelay="1h")
     initial = r.initialOffset()
+    r._last_batch_at = time.monotonic()  # a trigger of this run fired already: the next one may be delayed
     end = r.latestOffset(initial, r.getDefaultReadLimit())
     assert end == initial, "10 rows < minOffsetsPerTrigger: batch 0 is empty"
     r.commit(end)
