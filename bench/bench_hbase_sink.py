@@ -144,7 +144,8 @@ def sink(df, table: str, **options: str) -> float:
 def profile(hbase: HBase, df, batch: int) -> dict[str, dict[str, float]]:
     """The sink's task code on the rows as Arrow batches in this process, timed stage by stage per gateway."""
     from spyt_queue.options import Options
-    from spyt_queue.sinks.hbase import writer as w
+    from spyt_queue.sinks.hbase import senders
+    from spyt_queue.sinks.hbase import sink as w
     from spyt_queue.sinks.hbase.codec import encode_column
 
     batches = df._collect_as_arrow()
@@ -158,7 +159,7 @@ def profile(hbase: HBase, df, batch: int) -> dict[str, dict[str, float]]:
         create(hbase, table)
         options = {**gateway, "table": table, "row_key": "key", "timestamp_column": "at", "batch_size": str(batch)}
         settings = w.settings_from_options(Options(options), df.schema)
-        sender = w._Sender(settings)
+        sender = senders.Sender(settings)
         stages = {"row keys": 0.0, "cell bytes": 0.0, "timestamps": 0.0, "thrift structs": 0.0, "thrift calls": 0.0}
         calls = []
         for b in batches:

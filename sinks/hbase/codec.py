@@ -18,8 +18,8 @@ Spark type                    cell bytes
 ``timestamp_ntz``             8 bytes: the wall-clock time's microseconds since 1970-01-01T00:00 (read as UTC)
 ============================  =================================================================================
 
-A null writes no cell (the previous value, if any, stays: see the README). Nested types (arrays, maps, structs)
-are refused: turn them into a string or binary column first (``to_json``, ``to_avro``). :func:`decode` reverses
+A null writes no cell (the previous value, if any, stays: see docs/hbase.md, "Cells"). Nested types (arrays, maps,
+structs) are refused: turn them into a string or binary column first (``to_json``, ``to_avro``). :func:`decode` reverses
 :func:`encode` for every type above.
 
 Row-key parts use text instead, so that keys stay readable in the shell: strings as is, numbers in decimal,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from spyt_queue.sinks.hbase.writer import HBASE_SINK, hbase_batch_writer, hbase_stream_writer
+from spyt_queue.sinks.hbase.sink import HBASE_SINK, hbase_batch_writer, hbase_stream_writer
 from spyt_queue.spark.sink_skeleton import SinkDataSource
 
 __all__ = ["HBaseDataSource"]

@@ -17,7 +17,7 @@ parts every sink shares, once:
 - overwrite refusal: :meth:`SinkFormat.refuse_overwrite` (complete output mode, ``mode("overwrite")``) in one wording.
 
 Each technology keeps its own code in its own folder (:mod:`spyt_queue.yt.sink` for YTsaurus tables,
-:mod:`spyt_queue.kafka.sink`, :mod:`spyt_queue.sinks.kudu.sink`, :mod:`spyt_queue.sinks.hbase.writer`).
+:mod:`spyt_queue.kafka.sink`, :mod:`spyt_queue.sinks.kudu.sink`, :mod:`spyt_queue.sinks.hbase.sink`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import pytest
 from spyt_queue.errors import OptionError
 from spyt_queue.options import Options
 from spyt_queue.sinks.hbase.codec import join_row_key, split_row_key
-from spyt_queue.sinks.hbase.writer import settings_from_options
+from spyt_queue.sinks.hbase.sink import settings_from_options
 
 
 def table_name() -> str:

@@ -13,7 +13,7 @@ from pyspark.sql import types as T
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import Options
 from spyt_queue.sinks.hbase.codec import decode
-from spyt_queue.sinks.hbase.writer import HBaseWriteCommit, settings_from_options, write_task
+from spyt_queue.sinks.hbase.sink import HBaseWriteCommit, settings_from_options, write_task
 
 pytestmark = pytest.mark.spark
 
@@ -184,7 +184,7 @@ def test_a_connection_the_gateway_closed_while_idle_is_reopened(hbase, api) -> N
     again on a new connection instead of failing the query (puts are idempotent), and so does the table check."""
     import pyarrow as pa
 
-    from spyt_queue.sinks.hbase.writer import check_table, connection
+    from spyt_queue.sinks.hbase.senders import check_table, connection
 
     from .helpers import close_from_the_gateway_side
 

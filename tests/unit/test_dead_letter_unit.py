@@ -207,7 +207,7 @@ def test_hbase_sink_tells_a_refused_put_from_a_failed_call() -> None:
     from thriftpy2.thrift import TApplicationException
     from thriftpy2.transport import TTransportException
 
-    from spyt_queue.sinks.hbase.writer import is_refusal
+    from spyt_queue.sinks.hbase.sink import is_refusal
 
     assert is_refusal(TApplicationException(TApplicationException.INTERNAL_ERROR, "Internal error processing x"))
     assert is_refusal(Hbase_thrift.IllegalArgument(message="bad"))

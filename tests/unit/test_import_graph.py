@@ -183,7 +183,7 @@ def test_importing_every_module_loads_no_heavy_optional_dependency() -> None:
         "print(' '.join(sorted({m.split('.')[0] for m in sys.modules} & heavy)))\n"
     )
     imported, heavy = printed_by(code, timeout=300).split("\n")[:2]
-    assert {"spyt_queue.sinks.kudu.client", "spyt_queue.sinks.hbase.writer", "spyt_queue.zookeeper.store"} <= set(
+    assert {"spyt_queue.sinks.kudu.client", "spyt_queue.sinks.hbase.sink", "spyt_queue.zookeeper.store"} <= set(
         imported.split()
     )
     assert heavy == "", f"loaded by a module-level import: {heavy}"

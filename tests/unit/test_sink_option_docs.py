@@ -12,7 +12,7 @@ from test_option_declarations import covered, shown_default, table_of
 from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
 from spyt_queue.options import Option, Options, find_option
 from spyt_queue.sink_options import SPARK_SINK_OPTIONS
-from spyt_queue.sinks.hbase.writer import HBASE_SINK_OPTIONS
+from spyt_queue.sinks.hbase.sink import HBASE_SINK_OPTIONS
 from spyt_queue.sinks.kudu.sink import KUDU_SINK_OPTIONS
 from spyt_queue.yt.sink import YT_SINK_OPTIONS
 

@@ -20,8 +20,8 @@ from spyt_queue.deadletter import BoundDeadLetters
 from spyt_queue.errors import BadRecordError, OptionError
 from spyt_queue.kafka.sink import KafkaWriteCommit, KafkaWriteTask
 from spyt_queue.options import Options
+from spyt_queue.sinks.hbase.sink import HBaseWriteCommit, settings_from_options
 from spyt_queue.sinks.hbase.source import HBaseDataSource
-from spyt_queue.sinks.hbase.writer import HBaseWriteCommit, settings_from_options
 from spyt_queue.sinks.kudu.planners import planner_from_options
 from spyt_queue.sinks.kudu.sink import KuduWriteCommit, KuduWriteTask
 from spyt_queue.sinks.kudu.source import KuduDataSource
