@@ -262,6 +262,20 @@ def _create(state: State, req: Request) -> Result:
     node_type = _str(params, "type")
     path = _plain_path(params)
     attributes = _get(params, "attributes") or {}
+    if node_type == "link":  # create("link", path, attributes={"target_path": ...}), as the link command does
+        attributes = {str(k): v for k, v in dict(attributes).items()}
+        target = attributes.pop("target_path", None)
+        if target is None:
+            raise YtError('Error creating link: missing required attribute "target_path"')
+        node_id = state.link(
+            normalize_path(parse_rich_path(target, "target_path").path),
+            path,
+            _bool(params, "recursive"),
+            _bool(params, "ignore_existing"),
+            _bool(params, "force"),
+            attributes,
+        )
+        return Result({"node_id": node_id})
     node_id = state.create(
         node_type,
         path,
@@ -306,7 +320,8 @@ def _exists(state: State, req: Request) -> Result:
 
 def _remove(state: State, req: Request) -> Result:
     _master_tx_check(state, req.params)
-    state.remove(_path(req.params).path, _bool(req.params, "recursive"), _bool(req.params, "force"))
+    # TRemoveNodeOptions::Recursive is true by default (yt.wrapper always sends it).
+    state.remove(_path(req.params).path, _bool(req.params, "recursive", True), _bool(req.params, "force"))
     return Result({})
 
 

@@ -209,20 +209,28 @@ class Cypress:
         trailing ``&`` (as Cypress does: ``//tmp/link&`` is the link node itself)."""
         node = self.root
         if components and components[0].startswith("#"):
-            node = self.by_id.get(components[0][1:])
+            object_id = components[0][1:]
+            suppress = object_id.endswith("&")
+            object_id = object_id.rstrip("&")
+            node = self.by_id.get(object_id)
             if node is None:
-                raise resolve_error(full_path, f"No such object {components[0][1:]}")
+                raise resolve_error(full_path, f"No such object {object_id}")
             components = components[1:]
+            if node.type == "link" and not suppress and (components or follow_last):
+                node = self._follow(node, full_path, depth)
         if components and components[-1].endswith("&"):
             components = [*components[:-1], components[-1][:-1]]
             follow_last = False
         for index, name in enumerate(components):
+            # ``&`` suppresses the redirection of a link; on any other node it means nothing.
+            suppress = index < len(components) - 1 and name.endswith("&")
+            name = name[:-1] if suppress else name
             if node.type == "map_node":
                 child = node.children.get(name)
                 if child is None:
                     raise resolve_error(full_path, f'Node {self._display(node)} has no child with key "{name}"')
                 node = child
-                if node.type == "link" and (follow_last or index < len(components) - 1):
+                if node.type == "link" and not suppress and (follow_last or index < len(components) - 1):
                     node = self._follow(node, full_path, depth)
             elif node.type in ("list_node", "document"):
                 raise YtError(
@@ -234,6 +242,40 @@ class Cypress:
                 rest = "/".join(components[index:])
                 raise resolve_error(full_path, f'Node {self._display(node)} cannot have children (unexpected "{rest}")')
         return node
+
+    def link_passes_through(self, target_path: str, forbidden: str, depth: int = 0) -> bool:
+        """Whether resolving ``target_path`` (following links) passes through ``forbidden``, the path a new link
+        is to take: such a link is cyclic (``checkAcyclicity`` of ``cypress_server/helpers.cpp``)."""
+        components, _ = split_path(target_path)
+        node = self.root
+        for index, raw in enumerate(components):
+            name = raw.rstrip("&")
+            child = node.children.get(name) if node.type == "map_node" else None
+            if child is None:
+                prefix = "//" if node is self.root else node.path + "/"
+                return prefix + "/".join(components[index:]) == forbidden
+            if child.path == forbidden:
+                return True
+            if child.type == "link" and not raw.endswith("&"):
+                if depth >= 32:
+                    return True
+                rest = components[index + 1 :]
+                target = str(child.sys.get("target_path", ""))
+                return self.link_passes_through(target + ("/" + "/".join(rest) if rest else ""), forbidden, depth + 1)
+            node = child
+        return (node.path if node is not self.root else "/") == forbidden
+
+    def canonical_path(self, path: str) -> str:
+        """``path`` with its parent resolved (links followed): where a node created at ``path`` would be."""
+        components, _ = split_path(path)
+        if not components:
+            return "/"
+        name = components[-1].rstrip("&")
+        try:
+            parent = self._walk(components[:-1], path)
+        except YtError:
+            return join([c.rstrip("&") for c in components[:-1]] + [name])
+        return ("//" if parent is self.root else parent.path + "/") + name
 
     def _follow(self, link: Node, full_path: str, depth: int) -> Node:
         """The target of a symbolic link (links to links are followed; a cycle or a dangling link is an error)."""
@@ -298,6 +340,11 @@ class Cypress:
         }
         if node.type == "link":
             result["target_path"] = node.sys.get("target_path")
+            try:
+                self.resolve(str(node.sys.get("target_path", "")))
+                result["broken"] = False
+            except YtError:
+                result["broken"] = True
         if node.type == "map_node":
             result["count"] = len(node.children)
         table = node.table
@@ -402,6 +449,9 @@ class Cypress:
         """The ``get`` command value."""
         components, attribute = split_path(path)
         node = self._walk(components, path)
+        if attribute == [] and attributes is not None:  # get(path/@, attributes=[...]): only those
+            available = self.attributes(node)
+            return {name: available[name] for name in attributes if name in available}
         if attribute is not None:
             return self.get_attribute(node, attribute, path)
         return self._value(node, attributes, depth=0)
@@ -556,7 +606,7 @@ class Cypress:
         """``set //node/@name[/sub]``."""
         if not attribute:
             if not isinstance(value, dict):
-                raise YtError("Attributes must be a map")
+                raise YtError("Attributes can only be set from a map")
             for name in value:
                 if name in READ_ONLY_ATTRIBUTES:
                     raise YtError(f'Builtin attribute "{name}" cannot be set')
@@ -591,6 +641,11 @@ class Cypress:
         """``remove //node/@name`` and ``remove //node/@name/key/...`` (a key of a map, an item of a list, inside a
         user attribute's value)."""
         name = attribute[0] if attribute else ""
+        if attribute == ["*"]:  # remove(path/@*): every user attribute
+            node.attrs = {}
+            node.sys["modification_time"] = _now()
+            self.persist(conn, node)
+            return
         if name in READ_ONLY_ATTRIBUTES:
             raise YtError(f'Attribute "{name}" cannot be removed', attributes={"path": full_path})
         if not attribute or name not in node.attrs:
@@ -638,7 +693,9 @@ def _like_prefix(path: str) -> str:
 
 def node_type_for_value(value: Any) -> str:
     """The scalar node type ``set`` creates for a value."""
-    if isinstance(value, bool):
+    if value is None or isinstance(value, yson.YsonEntity):
+        raise YtError("Entity nodes cannot be created")
+    if isinstance(value, (bool, yson.YsonBoolean)):
         return "boolean_node"
     if isinstance(value, yson.YsonUint64):
         return "uint64_node"

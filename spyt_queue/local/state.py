@@ -272,9 +272,15 @@ class State:
     ) -> str:
         """``link``: a symbolic link node at ``link_path`` to an existing ``target_path``."""
         with self.lock:
-            target = self.cypress.resolve(target_path)
-            if link_path.rstrip("&") == target.path:
-                raise YtError(f"Cannot create a link {link_path} to itself")
+            if self.cypress.link_passes_through(target_path, self.cypress.canonical_path(link_path)):
+                raise YtError(
+                    "Failed to create link: link is cyclic",
+                    attributes={"target_path": target_path, "path": link_path},
+                )
+            if ignore_existing and force:
+                raise YtError('Cannot specify both "ignore_existing" and "force" options simultaneously')
+            if not force:  # with force a link may point to a missing node (it is then @broken)
+                self.cypress.resolve(target_path)
             with self.storage.transaction() as conn:
                 node, created = self.cypress.create(
                     conn,
@@ -307,7 +313,7 @@ class State:
         this cluster); the null id ``0-0-0-0`` and a missing transaction are resolve errors."""
         components, attribute = split_path(path)
         if components and components[0].startswith("#"):
-            object_id = components[0][1:]
+            object_id = components[0][1:].rstrip("&")
             parts = _parse_guid(object_id)
             if parts == (0, 0, 0, 0):
                 raise resolve_error(path, f"No such object {object_id}")
@@ -481,7 +487,8 @@ class State:
             ):
                 if existing.type != "document" and node_type_for_value(value) != existing.type and not force:
                     raise YtError(f"Cannot change the type of node {existing.path} from {existing.type!r}; use force")
-                existing.sys["value"] = value
+                existing.sys["value"] = _plain(value)
+                existing.attrs.update(_value_attributes(value))
                 self.cypress.persist(conn, existing)
                 return
             if (
@@ -492,6 +499,7 @@ class State:
             ):
                 for child in list(existing.children.values()):
                     self.cypress.remove_node(conn, child)
+                existing.attrs.update(_value_attributes(value))
                 self._set_tree(conn, path, value)
                 return
             if existing is not None:
@@ -503,10 +511,12 @@ class State:
             self._create_value(conn, path, value, recursive)
 
     def _create_value(self, conn: Any, path: str, value: Any, recursive: bool) -> None:
+        """A node for ``value``; attributes the value carries (``<a=1>{...}``) become the node's attributes."""
         node_type = node_type_for_value(value)
+        attributes = _value_attributes(value)
         if node_type == "map_node":
             self.cypress.create(
-                conn, "map_node", path, recursive=recursive, ignore_existing=False, force=False, attributes={}
+                conn, "map_node", path, recursive=recursive, ignore_existing=False, force=False, attributes=attributes
             )
             self._set_tree(conn, path, value)
         else:
@@ -517,8 +527,8 @@ class State:
                 recursive=recursive,
                 ignore_existing=False,
                 force=False,
-                attributes={},
-                value=value,
+                attributes=attributes,
+                value=_plain(value),
             )
 
     def _set_tree(self, conn: Any, path: str, value: dict[str, Any]) -> None:
@@ -800,6 +810,43 @@ def _instant(seconds: float) -> str:
     import datetime as dt
 
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _value_attributes(value: Any) -> dict[str, Any]:
+    """The attributes a YSON value carries (``<a=1>{...}``), which ``set`` gives the node it creates; builtin
+    read-only ones are refused."""
+    from spyt_queue.local.cypress import READ_ONLY_ATTRIBUTES
+
+    attributes = {str(k): v for k, v in (getattr(value, "attributes", None) or {}).items()}
+    for name in attributes:
+        if name in READ_ONLY_ATTRIBUTES:
+            raise YtError(f'Builtin attribute "{name}" cannot be set')
+    return attributes
+
+
+def _plain(value: Any) -> Any:
+    """A scalar node's value without the attributes of its top level."""
+    return _strip(value) if getattr(value, "attributes", None) else value
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, (bool, yson.YsonBoolean)):
+        return bool(value)
+    if isinstance(value, yson.YsonUint64):
+        return yson.YsonUint64(int(value))
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, bytes):
+        return bytes(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return value
 
 
 def normalize_path(path: str) -> str:

@@ -5,10 +5,13 @@ Each test keeps its YTsaurus name, calls and expected outcomes; ``yt_commands_sh
 (``//tmp`` is a fresh directory per test).
 
 Ported: ``TestCypress::test_remove`` (its attribute part: removing a user attribute, a key inside one, missing
-attributes and keys with and without ``force``, a builtin attribute that cannot be removed).
+attributes and keys with and without ``force``, a builtin attribute that cannot be removed), ``test_remove_nodes``
+(its node part: ``remove`` is recursive unless told otherwise), the link tests that need no transaction isolation
+(``test_link1`` .. ``test_link6``, ``test_link_existing_fail`` .. ``test_link_to_link``, ``test_cyclic_link``,
+``test_non_cyclic_link_to_link``, ``test_resolve_suppress_via_object_id_yt_6694``) and parts of
+``test_attributes`` and ``test_invalid_cases``. ``spyt_queue/local/README.md`` lists the file's status.
 
-Skipped: the node part of ``test_remove`` (covered by ``test_yt_cypress.test_remove_recursive_and_force``) and
-``//tmp/@recursive_resource_usage`` (an accounting attribute this server does not model).
+Skipped: ``//tmp/@recursive_resource_usage`` (an accounting attribute this server does not model).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from __future__ import annotations
 import pytest
 import yt_commands_shim as ytc
 from yt.common import YtError
-from yt_commands_shim import get, raises_yt_error, remove, set
+from yt.wrapper.driver import make_request
+from yt_commands_shim import create, exists, get, link, raises_yt_error, remove, set
 
 
 @pytest.fixture(autouse=True)
@@ -52,3 +56,256 @@ def test_remove_a_key_inside_a_user_attribute() -> None:
         remove("//tmp/@plans/missing")
     remove("//tmp/@plans/missing", force=True)
     assert get("//tmp/@plans") == {"b": {}}
+
+
+def set_raw(path: str, value: bytes, **kwargs: object) -> None:
+    """``set(path, value, is_raw=True)``: the YSON text as given."""
+    params = {"path": ytc._map(path), "input_format": "yson", **kwargs}
+    make_request("set", params, data=value, client=ytc._BOUND.client)
+
+
+def test_remove_nodes() -> None:
+    """The node part of ``test_remove``."""
+    with raises_yt_error('has no child with key "x"'):
+        remove("//tmp/x", recursive=False)
+    with raises_yt_error('has no child with key "x"'):
+        remove("//tmp/x")
+    remove("//tmp/x", force=True)
+
+    create("map_node", "//tmp/x/1/y", recursive=True)
+    with raises_yt_error("Cannot remove non-empty composite node"):
+        remove("//tmp/x", recursive=False)
+    with raises_yt_error("Cannot remove non-empty composite node"):
+        remove("//tmp/x", recursive=False, force=True)
+    remove("//tmp/x/1/y", recursive=False)
+    remove("//tmp/x")  # recursive by default
+
+
+def test_invalid_cases() -> None:
+    """The parts of ``test_invalid_cases`` on nodes (the YPath syntax errors are not ported)."""
+    with raises_yt_error('has no child with key "b"'):
+        get("//tmp/b")
+    with raises_yt_error('has no child with key "b"'):
+        remove("//tmp/b")
+    with raises_yt_error("Entity nodes cannot be created"):
+        set("//tmp/entity", None)
+
+
+def test_attributes() -> None:
+    """``test_attributes`` without its list node, opaque-attribute and YPath-syntax checks."""
+    set_raw("//tmp/t", b"<attr=100;mode=rw> {nodes={a=1; b=2}}")
+    assert get("//tmp/t/@attr") == 100
+    assert get("//tmp/t/@mode") == "rw"
+    assert get("//tmp/t/@key") == "t"
+
+    attrs = get("//tmp/t/@")
+    assert "attr" in attrs
+    assert "mode" in attrs
+    assert "path" in attrs
+    assert attrs["key"] == "t"
+
+    attrs = get("//tmp/t/@", attributes=["attr", "path"])
+    assert sorted(attrs.keys()) == ["attr", "path"]
+    assert attrs["path"] == "//tmp/t"
+
+    remove("//tmp/t/@*")
+    with raises_yt_error('Attribute "attr" is not found'):
+        get("//tmp/t/@attr")
+    with raises_yt_error('Attribute "mode" is not found'):
+        get("//tmp/t/@mode")
+
+    # changing attributes
+    set_raw("//tmp/t/a", b"<author = ignat> {}")
+    assert get("//tmp/t/a") == {}
+    assert get("//tmp/t/a/@author") == "ignat"
+
+    set("//tmp/t/a/@author", "not_ignat")
+    assert get("//tmp/t/a/@author") == "not_ignat"
+
+    set_raw("//tmp/t/b", b"<foo=1; bar=2> {m = {}}", force=True)
+    assert get("//tmp/t/b/@foo") == 1
+    assert get("//tmp/t/b/@bar") == 2
+    assert get("//tmp/t/b/m") == {}
+
+    # set attributes directly
+    set("//tmp/t/@", {"key1": "value1", "key2": "value2"})
+    assert get("//tmp/t/@key1") == "value1"
+    assert get("//tmp/t/@key2") == "value2"
+
+    for value in (1, "a", [], [1, 2, 3]):
+        with raises_yt_error("Attributes can only be set from a map"):
+            set("//tmp/t/@", value)
+
+
+def test_attributes_tx_read_table() -> None:
+    set_raw("//tmp/t", b"<attr=100> 123")
+    assert get("//tmp/t") == 123
+    assert get("//tmp/t/@attr") == 100
+    assert "attr" in get("//tmp/t/@")
+
+    tx = ytc.start_transaction()
+    assert get("//tmp/t/@attr", transaction_id=tx) == 100
+    assert "attr" in get("//tmp/t/@", transaction_id=tx)
+
+
+def test_link1() -> None:
+    set("//tmp/a", 1)
+    link("//tmp/a", "//tmp/b")
+    assert not get("//tmp/b&/@broken")
+    remove("//tmp/a")
+    assert get("//tmp/b&/@broken")
+
+
+def test_link2() -> None:
+    set("//tmp/t1", 1)
+    link("//tmp/t1", "//tmp/t2")
+    assert get("//tmp/t2") == 1
+    assert get("//tmp/t2/@type") == "int64_node"
+    assert get("//tmp/t1/@id") == get("//tmp/t2/@id")
+    assert get("//tmp/t2&/@type") == "link"
+    assert not get("//tmp/t2&/@broken")
+
+    set("//tmp/t1", 2)
+    assert get("//tmp/t2") == 2
+
+
+def test_link3() -> None:
+    set("//tmp/t1", 1)
+    link("//tmp/t1", "//tmp/t2")
+    remove("//tmp/t1")
+    assert get("//tmp/t2&/@broken")
+
+
+def test_link5() -> None:
+    set("//tmp/t1", 1)
+    set("//tmp/t2", 2)
+    with pytest.raises(YtError):
+        link("//tmp/t1", "//tmp/t2")
+
+
+def test_link6() -> None:
+    create("table", "//tmp/a")
+    link("//tmp/a", "//tmp/b")
+
+    assert exists("//tmp/a")
+    assert exists("//tmp/b")
+    assert exists("//tmp/b&")
+    assert exists("//tmp/b/@id")
+    assert exists("//tmp/b/@row_count")
+    assert exists("//tmp/b&/@target_path")
+    assert not exists("//tmp/b/@x")
+    assert not exists("//tmp/b/x")
+    assert not exists("//tmp/b&/@x")
+    assert not exists("//tmp/b&/x")
+
+    remove("//tmp/a")
+
+    assert not exists("//tmp/a")
+    assert not exists("//tmp/b")
+    assert exists("//tmp/b&")
+    assert not exists("//tmp/b/@id")
+    assert not exists("//tmp/b/@row_count")
+    assert exists("//tmp/b&/@target_path")
+    assert not exists("//tmp/b/@x")
+    assert not exists("//tmp/b/x")
+    assert not exists("//tmp/b&/@x")
+    assert not exists("//tmp/b&/x")
+
+
+def test_link_existing_fail() -> None:
+    id1 = create("table", "//tmp/t1")
+    create("table", "//tmp/t2")
+    link("//tmp/t1", "//tmp/l")
+    assert get("//tmp/l/@id") == id1
+    with pytest.raises(YtError):
+        link("//tmp/t2", "//tmp/l")
+
+
+def test_link_ignore_existing() -> None:
+    id1 = create("table", "//tmp/t1")
+    create("table", "//tmp/t2")
+    link("//tmp/t1", "//tmp/l")
+    link("//tmp/t2", "//tmp/l", ignore_existing=True)
+    assert get("//tmp/l/@id") == id1
+
+
+def test_link_force1() -> None:
+    id1 = create("table", "//tmp/t1")
+    id2 = create("table", "//tmp/t2")
+    link("//tmp/t1", "//tmp/l")
+    link("//tmp/t2", "//tmp/l", force=True)
+    assert get("//tmp/t1/@id") == id1
+    assert get("//tmp/l/@id") == id2
+
+
+def test_link_force2() -> None:
+    create("table", "//tmp/t1")
+    id2 = create("table", "//tmp/t2")
+    link("//tmp/t1", "//tmp/l")
+    remove("//tmp/t1")
+    assert get("//tmp/l&/@broken")
+    link("//tmp/t2", "//tmp/l", force=True)
+    assert get("//tmp/l/@id") == id2
+
+
+def test_link_ignore_existing_force_fail() -> None:
+    create("table", "//tmp/t")
+    with pytest.raises(YtError):
+        link("//tmp/t", "//tmp/l", ignore_existing=True, force=True)
+
+
+def test_link_to_link() -> None:
+    table_id = create("table", "//tmp/t")
+    link("//tmp/t", "//tmp/l1")
+    link("//tmp/l1", "//tmp/l2")
+    assert get("//tmp/l2/@id") == table_id
+    assert not get("//tmp/l2&/@broken")
+    remove("//tmp/l1")
+    assert get("//tmp/l2&/@broken")
+
+
+def test_cyclic_link() -> None:
+    create("map_node", "//tmp/a/b/c", recursive=True)
+    link("//tmp/a/b/c", "//tmp/a/l1")
+    create("map_node", "//tmp/r")
+    link("//tmp/r", "//tmp/r/l2")
+    with raises_yt_error("Failed to create link: link is cyclic"):
+        link("//tmp/a/l1", "//tmp/a/b/c", force=True)
+    with raises_yt_error("Failed to create link: link is cyclic"):
+        link("//tmp/r/l2", "//tmp/r/l2", force=True)
+    with raises_yt_error("Failed to create link: link is cyclic"):
+        link("//tmp/r/l2/l2/l2", "//tmp/r/l2", force=True)
+    with raises_yt_error("Failed to create link: link is cyclic"):
+        create("link", "//tmp/a/b/c/d", attributes={"target_path": "//tmp/a/b/c/d"})
+    with raises_yt_error("Failed to create link: link is cyclic"):
+        create("link", "//tmp/a/b/c/d/e", attributes={"target_path": "//tmp/a/b/c/d/e"}, recursive=True)
+    with raises_yt_error("Failed to create link: link is cyclic"):
+        create("link", "//tmp/a/b/c/d/e", attributes={"target_path": "//tmp/a/b/c/d/e"}, recursive=True, force=True)
+
+
+def test_non_cyclic_link_to_link() -> None:
+    create("table", "//tmp/t1")
+    link("//tmp/t1", "//tmp/l1")
+    link("//tmp/l1", "//tmp/l2")
+    link("//tmp/l1", "//tmp/l2", force=True)
+
+
+def test_resolve_suppress_via_object_id_yt_6694() -> None:
+    create("map_node", "//tmp/a")
+    link("//tmp/a", "//tmp/b")
+    link_id = get("//tmp/b&/@id")
+    assert get("//tmp/b/@type") == "map_node"
+    assert get("//tmp/b&/@type") == "link"
+    assert get(f"#{link_id}/@type") == "map_node"
+    assert get(f"#{link_id}&/@type") == "link"
+
+
+def test_ampersand_on_a_plain_node_is_ignored() -> None:
+    """Not a YTsaurus test: ``&`` suppresses a link's redirection and means nothing on other nodes, in the middle
+    of a path too."""
+    create("map_node", "//tmp/m/n", recursive=True)
+    assert get("//tmp/m&/n/@type") == "map_node"
+    link("//tmp/m", "//tmp/l")
+    assert get("//tmp/l/n/@type") == "map_node"
+    with raises_yt_error("cannot have children"):
+        get("//tmp/l&/n")
