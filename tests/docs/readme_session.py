@@ -25,6 +25,7 @@ import io
 import json
 import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -83,6 +84,41 @@ def _streams(namespace: dict[str, Any], before: dict[str, int], value: Any) -> d
 # own) is then run again, at most this many times in all.
 CONNECT_BACK_FAILURE = "Python worker failed to connect back"
 CONNECT_BACK_ATTEMPTS = 3
+#: The modules of the Python processes Spark starts for a data source's driver-side calls (docs/troubleshooting.md).
+PLANNER_MODULES = ("pyspark.sql.worker.", "pyspark.sql.streaming.python_")
+
+
+def _late_workers() -> list[int]:
+    """Pids of this process's descendants running one of :data:`PLANNER_MODULES` (read from ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    commands: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                commands[int(entry)] = cmdline.read().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, stack = [], list(children.get(os.getpid(), []))
+    while stack:
+        pid = stack.pop()
+        if any(module in commands.get(pid, "") for module in PLANNER_MODULES):
+            found.append(pid)
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def _wait_for_late_workers(timeout: float = 60.0) -> None:
+    """After a start failed to connect back (no query is running), wait for the Python processes Spark gave up on to
+    end: each prints a ``CANNOT_OPEN_SOCKET`` traceback when it finally starts, which would otherwise land in the next
+    attempt's output."""
+    deadline = time.monotonic() + timeout
+    while _late_workers() and time.monotonic() < deadline:
+        time.sleep(0.5)
 
 
 def _available_now(df: Any, table: str, timeout: float, known: set[str]) -> tuple[list[dict], str | None]:
@@ -156,6 +192,9 @@ def run_block(namespace: dict[str, Any], code: str, filename: str, timeout: floa
             if error is None or CONNECT_BACK_FAILURE not in error or attempt == CONNECT_BACK_ATTEMPTS:
                 break
             print(f"{name}: {CONNECT_BACK_FAILURE} (attempt {attempt}); running it again", file=sys.stderr)
+            if not sys.platform.startswith("linux"):
+                continue
+            _wait_for_late_workers()
         if error is not None:
             return {"ok": False, "error": f"{name}: {error}"}
         reply["streams"][name] = rows

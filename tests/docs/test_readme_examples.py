@@ -36,10 +36,11 @@ The reader:
   available is processed (``processAllAvailable()``) and are stopped; a block that starts none has the streams it
   defines run into a memory table with ``Trigger.AvailableNow``. What the block printed comes back with the reply.
 
-The test plays the world around the reader: it puts rows into the queues and records into the Kafka topic before
-each example that reads them (and creates the topic ``events``, 2 partitions: the pages give no command for Kafka
-topics on the test's broker), and checks after each block that its rows arrived and progress was committed where
-the page says.
+The pages put every row and record they read into their queues and topics themselves (``ytqueue produce``, the
+Kafka page's producer), so each block shows its effect against the state the earlier blocks left; the test only
+checks, after each block, that what the block promises is there (rows shown, rows written, progress committed where
+the page says), so a block that showed nothing fails its check. The HBase page's block reads the Kafka topic from its
+earliest offset, with records the test adds.
 
 The "Command line" block of docs/cli.md is the summary of the commands and is not run in its place (a reader who
 followed the examples already has the server and the tables; running it again would start a second server on the
@@ -525,6 +526,14 @@ def topic_records(bootstrap: str, topic: str) -> tuple[dict[tuple[int, int], tup
     return records, ends
 
 
+def positions(world: World, queue: str) -> dict[str, list[tuple[int, int]]]:
+    """payload -> every (tablet, row index) where it stands in ``queue``."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for row in world.yt.select_rows(f"* from [{queue}]"):
+        found.setdefault(row["payload"], []).append((row["$tablet_index"], row["$row_index"]))
+    return found
+
+
 def tablet_ends(yt: Any, queue: str) -> dict[int, int]:
     tablets = int(yt.get(f"{queue}/@tablet_count"))
     infos = yt.get_tablet_infos(queue, list(range(tablets)))["tablets"]
@@ -590,17 +599,14 @@ def after_produce(world: World, _: list[str]) -> None:
     assert sorted(tablet_ends(world.yt, QUEUE).values()) == [0, 0, 1, 1]
 
 
-def before_reading(world: World) -> None:
-    world.produced["read"] = produce_yt(world.yt, QUEUE, "read")
-
-
 def after_reading(world: World, reply: dict) -> None:
     one_query(reply)
     shown = reply["stdout"]  # spark.table("events").show(): every row read (fewer than show()'s 20)
-    wanted = ["hello", "world", *world.produced["read"]]
+    wanted = ["hello", "world"]  # the two events the README produced
     missing = [p for p in wanted if not re.search(rf"\|\s*{re.escape(p)}\s*\|", shown)]
     assert not missing, f"rows not shown: {missing}\n{shown}"
     lag_is_zero(world)  # a finished AvailableNow run leaves the consumer at the end
+    world.produced["read-ends"] = tablet_ends(world.yt, QUEUE)
 
 
 def after_status(world: World, outputs: list[str]) -> None:
@@ -612,16 +618,13 @@ def after_status(world: World, outputs: list[str]) -> None:
         committed, lag, end = cells[0], int(cells[3]), int(cells[2])
         # A stopped query leaves its consumer at most one batch behind its sink (here: that batch's rows).
         assert committed != "-" and int(committed) + lag == end, output
-    assert sum(int(cells[3]) for cells in table.values()) <= len(world.produced["write"]), output
-
-
-def before_zookeeper(world: World) -> None:
-    world.produced["zk"] = produce_yt(world.yt, QUEUE, "zk")
+    assert sum(int(cells[3]) for cells in table.values()) <= len(world.produced["again"]), output
 
 
 def after_zookeeper(world: World, reply: dict) -> None:
-    payloads = {row["payload"] for row in reply["streams"]["_"]}
-    assert set(world.produced["zk"]) <= payloads, sorted(set(world.produced["zk"]) - payloads)
+    payloads = sorted(row["payload"] for row in reply["streams"]["_"])
+    # A new group in ZooKeeper starts at the earliest row: every event the README produced (twice each).
+    assert payloads == ["hello", "hello", "world", "world"], payloads
     # Positions are committed below <root>/<group>/offsets/<source id>/<partition>: /spyt/enricher here.
     from kazoo.client import KazooClient
 
@@ -639,22 +642,8 @@ def after_zookeeper(world: World, reply: dict) -> None:
     assert committed == tablet_ends(world.yt, QUEUE)
 
 
-def before_kafka(world: World) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": world.kafka})
-    admin.create_topics([NewTopic("events", 2, 1)])["events"].result(30)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        topic = admin.list_topics("events", timeout=10).topics.get("events")
-        if topic is not None and topic.error is None and len(topic.partitions) == 2:
-            break
-        time.sleep(0.2)
-    world.produced["kafka"] = [f"readme-{i}" for i in range(10)]
-    produce_kafka(world.kafka, "events", world.produced["kafka"])
-
-
 def after_kafka(world: World, reply: dict) -> None:
+    world.produced["kafka"] = [f"event-{i}" for i in range(10)]  # what the block produced
     assert sorted(row["value"] for row in reply["streams"]["df"]) == sorted(world.produced["kafka"])
     # Progress is committed to the group: the README's status command shows lag 0 on both partitions.
     table = world.status("status --bootstrap-servers")
@@ -663,6 +652,11 @@ def after_kafka(world: World, reply: dict) -> None:
 
 
 def after_tables(world: World, _: list[str]) -> None:
+    # The block's produce line: events.jsonl again, two new events after the end the README's read left.
+    ends = world.produced["read-ends"]
+    again = [(t, row) for p in ("hello", "world") for t, row in positions(world, QUEUE).get(p, []) if row >= ends[t]]
+    assert len(again) == 2, again
+    world.produced["again"] = again
     yt = world.yt
     out = yt.get("//home/me/out", attributes=["sorted", "key_columns"]).attributes
     assert out["sorted"] and list(out["key_columns"]) == ["src_tablet", "src_row"]
@@ -674,46 +668,55 @@ def after_producer(world: World, _: list[str]) -> None:
     assert world.yt.exists("//home/me/producer")
 
 
-def before_writing(world: World) -> None:
-    world.produced["write"] = produce_yt(world.yt, QUEUE, "write")
-
-
 def after_writing(world: World, reply: dict) -> None:
     one_query(reply)
-    out = {r["payload"]: (r["src_tablet"], r["src_row"]) for r in world.yt.select_rows("* from [//home/me/out]")}
-    produced = world.produced["write"]
-    assert {p: out.get(p) for p in produced} == produced  # keyed by the source position, as the README says
+    out = sorted((r["src_tablet"], r["src_row"], r["payload"]) for r in world.yt.select_rows("* from [//home/me/out]"))
+    # The two events produced again before the block, each once, keyed by its source position, as the README says.
+    wanted = set(world.produced["again"])
+    assert len(out) == 2 and {(t, row) for t, row, _ in out} == wanted, out
+    assert sorted(p for _, _, p in out) == ["hello", "world"], out
     assert sorted(log_payloads(world)) == ["hello", "world"]  # the batch write, appended to the fresh table
 
 
-def before_transactional(world: World) -> None:
-    world.produced["a"] = produce_yt(world.yt, QUEUE, "a-tx")
-    world.produced["b"] = produce_yt(world.yt, QUEUE, "b-tx")
+def after_show(world: World, outputs: list[str]) -> None:
+    out, log = outputs
+    # Each table's rows, as the comments promise: the streamed events with their keys, the batch write's two rows.
+    assert re.search(r"\bhello\b", out) and re.search(r"\bworld\b", out) and out.rstrip().endswith("2 rows"), out
+    assert "tablet index" in log and log.rstrip().endswith("2 rows"), log
+    assert re.search(r"\bhello\b", log) and re.search(r"\bworld\b", log), log
+
+
+def after_transactional_events(world: World, _: list[str]) -> None:
+    assert {"a-kept", "b-dropped"} <= set(positions(world, QUEUE)), "the page's two events are not in the queue"
 
 
 def after_transactional(world: World, reply: dict) -> None:
     one_query(reply)
     logged = log_payloads(world)
-    # The filter kept the a-rows (each once) and none of the b-rows.
-    assert sorted(p for p in logged if "-tx-" in p) == sorted(world.produced["a"]), logged
+    # The filter kept the a-event (once) and dropped the b-event; the README's batch write is still there.
+    assert sorted(logged) == ["a-kept", "hello", "world"], logged
     lag_is_zero(world)  # the consumer advanced with the batches
 
 
-def before_dead_letter(world: World) -> None:
-    yt = world.yt
-    world.produced["dl"] = produce_yt(yt, QUEUE, "dl")
-    yt.insert_rows(QUEUE, [{"$tablet_index": 0, "id": 99, "payload": b"\xff\xfe"}])  # invalid UTF-8 for a string
+def after_strict(world: World, _: list[str]) -> None:
+    assert not world.yt.get("//home/me/strict/@sorted")
+    assert {"kept", None} <= set(positions(world, QUEUE)), "the page's two events are not in the queue"
 
 
 def after_dead_letter(world: World, reply: dict) -> None:
     one_query(reply)
     yt = world.yt
-    letters = list(yt.select_rows("* from [//home/me/dead]"))
-    assert len(letters) == 1, letters
-    assert letters[0]["stage"] == "source" and "payload" in letters[0]["error"], letters[0]
-    logged = log_payloads(world)
-    assert set(world.produced["dl"]) <= set(logged), sorted(set(world.produced["dl"]) - set(logged))
+    assert [r["payload"] for r in yt.select_rows("payload from [//home/me/strict]")] == ["kept"]
+    assert yt.exists("//home/me/dead") and not list(yt.select_rows("* from [//home/me/dead]"))  # no bad source row
+    records, _ = topic_records(world.kafka, "out-dead")
+    assert len(records) == 1, records  # the null payload, refused by the sink
     lag_is_zero(world)
+
+
+def after_diverted(world: World, outputs: list[str]) -> None:
+    shown, status = outputs
+    assert re.search(r"\bkept\b", shown) and shown.rstrip().endswith("1 row"), shown
+    assert "out-dead" in status and re.search(r"total\s*│\s*1\b", status), status  # the one dead letter
 
 
 def before_hbase(world: World) -> None:
@@ -772,6 +775,11 @@ T10, T11 = 1_767_261_600_000_000, 1_767_265_200_000_000
 
 
 def after_users_queue(world: World, _: Any) -> None:
+    rows = sorted(
+        (r["$tablet_index"], r["user_id"], r["updated_at"], r["name"])
+        for r in world.yt.select_rows(f"* from [{USERS}]")
+    )
+    assert rows == [(0, 1, T10, "Ann"), (0, 1, T11, "Ann Lee"), (1, 2, T10, "Bob")], rows
     schema = world.yt.get(f"{USERS}/@schema")
     assert [(c["name"], c["type"]) for c in schema if not c["name"].startswith("$")] == [
         ("user_id", "int64"),
@@ -779,17 +787,6 @@ def after_users_queue(world: World, _: Any) -> None:
         ("name", "string"),
         ("email", "string"),
     ]
-
-
-def before_kudu(world: World) -> None:
-    world.yt.insert_rows(
-        USERS,
-        [
-            {"$tablet_index": 0, "user_id": 1, "updated_at": T10, "name": "Ann", "email": "ann@example.com"},
-            {"$tablet_index": 1, "user_id": 2, "updated_at": T10, "name": "Bob", "email": "bob@example.com"},
-            {"$tablet_index": 0, "user_id": 1, "updated_at": T11, "name": "Ann Lee", "email": "ann@example.com"},
-        ],
-    )
 
 
 def after_kudu(world: World, reply: dict) -> None:
@@ -821,29 +818,37 @@ CHECKS: dict[tuple[str, str, str], Check] = {
     ("README.md", "Start the local server", "shell"): (None, after_server),
     ("README.md", "Create a queue and a consumer", "shell"): (None, after_queue),
     ("README.md", "Produce rows", "shell"): (None, after_produce),
-    ("README.md", "Read with Spark", "python"): (before_reading, after_reading),
+    ("README.md", "Read with Spark", "python"): (None, after_reading),
     ("README.md", "Write to a YTsaurus table", "shell"): (None, after_tables),
-    ("README.md", "Write to a YTsaurus table", "python"): (before_writing, after_writing),
+    ("README.md", "Write to a YTsaurus table", "python"): (None, after_writing),
+    ("README.md", "Look at a table", "shell"): (None, after_show),
     ("README.md", "Check the lag", "shell"): (None, after_status),
-    ("docs/offset-stores.md", "Where offsets are kept: `offsets.store`", "python"): (before_zookeeper, after_zookeeper),
-    ("docs/kafka.md", "Reading and writing Kafka", "python"): (before_kafka, after_kafka),
+    ("docs/offset-stores.md", "Where offsets are kept: `offsets.store`", "python"): (None, after_zookeeper),
+    ("docs/kafka.md", "Reading and writing Kafka", "python"): (None, after_kafka),
     ("docs/writing-yt.md", "Producer sessions", "shell"): (None, after_producer),
     (
         "docs/writing-yt.md",
         "Transactional exactly-once: rows and consumer advance in one transaction",
+        "shell",
+    ): (None, after_transactional_events),
+    (
+        "docs/writing-yt.md",
+        "Transactional exactly-once: rows and consumer advance in one transaction",
         "python",
-    ): (before_transactional, after_transactional),
+    ): (None, after_transactional),
+    ("docs/dead-letters.md", "Bad records: stop, or divert to a dead-letter target", "shell"): (None, after_strict),
     ("docs/dead-letters.md", "Bad records: stop, or divert to a dead-letter target", "python"): (
-        before_dead_letter,
+        None,
         after_dead_letter,
     ),
+    ("docs/dead-letters.md", "What was diverted", "shell"): (None, after_diverted),
     ("docs/hbase.md", 'Writing to HBase: `format("spyt_hbase")`', "python"): (before_hbase, after_hbase),
     ("docs/kudu.md", 'Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "shell"): (
         None,
         after_users_queue,
     ),
     ("docs/kudu.md", 'Writing to Kudu: `format("spyt_kudu")`, and the `kudu://` offset store', "python"): (
-        before_kudu,
+        None,
         after_kudu,
     ),
 }
