@@ -238,7 +238,9 @@ class Options:
 
 
 #: Options with a refusal of their own for a password in a URI value (``offsets.store``: naming the store options).
-OWN_URI_CHECK = ("offsets.store",)
+#: The option naming where a query's positions are kept (declared in :mod:`spyt_queue.stores.registry`).
+STORE_OPTION = "offsets.store"
+OWN_URI_CHECK = (STORE_OPTION,)
 _URI_START = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 #: librdkafka's option for an inline PEM private key (``kafka.ssl.key.pem``, ``deadLetter.kafka.ssl.key.pem``); any
 #: value holding a PEM private key (``-----BEGIN [ENCRYPTED|RSA|EC ]PRIVATE KEY-----``) is refused as well.

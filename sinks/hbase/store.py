@@ -44,11 +44,11 @@ from urllib.parse import quote, unquote
 from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.redaction import shown
 from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, refuse_credentials, uri_flag
+from spyt_queue.stores.registry import OPTION
 
 __all__ = ["HBaseStore", "commit_row_key", "from_uri", "parse_uri"]
 
 SCHEME = "hbase"
-OPTION = "offsets.store"
 DEFAULT_PORT = 9090
 DEFAULT_FAMILY = "o"
 DEFAULT_KEEP = 1000

@@ -42,11 +42,11 @@ from spyt_queue.redaction import shown
 from spyt_queue.sinks.kudu.client import ColumnSpec, KuduWriteError, get_client
 from spyt_queue.sinks.kudu.mutations import Mutation
 from spyt_queue.stores.commit_log import FORMAT_VERSION, CommitLogStore, refuse_credentials, uri_flag
+from spyt_queue.stores.registry import OPTION
 
 __all__ = ["KuduStore", "from_uri", "parse_uri"]
 
 SCHEME = "kudu"
-OPTION = "offsets.store"
 DEFAULT_PORT = 7051
 DEFAULT_KEEP = 100
 DEFAULT_BUCKETS = 2

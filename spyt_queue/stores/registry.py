@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from spyt_queue.errors import OptionError
-from spyt_queue.options import Option
+from spyt_queue.options import STORE_OPTION, Option
 from spyt_queue.redaction import shown, split_uri
 from spyt_queue.stores.base import OffsetStore
 
-OPTION = "offsets.store"
+OPTION = STORE_OPTION
 USER_OPTION = "offsets.store.user"
 PASSWORD_OPTION = "offsets.store.password"
 NATIVE = ("default", "consumer", "group")

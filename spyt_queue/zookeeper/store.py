@@ -53,11 +53,11 @@ from urllib.parse import quote, unquote
 from spyt_queue.errors import ConsumerConflictError, OptionError, SpytQueueError
 from spyt_queue.redaction import RedactingLogger, shown, split_uri
 from spyt_queue.stores.base import ConnectedStore
+from spyt_queue.stores.registry import OPTION
 
 __all__ = ["DEFAULT_ROOT", "ZooKeeperStore", "decode_component", "encode_component", "from_uri"]
 
 SCHEME = "zookeeper"
-OPTION = "offsets.store"
 DEFAULT_ROOT = "/consumers"
 DEFAULT_PORT = 2181
 DEFAULT_TIMEOUT = 10.0
