@@ -64,6 +64,11 @@ class OffsetStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections (stores are created per query on the driver)."""
 
+    def groups(self) -> list[str] | None:
+        """The groups this store holds positions for, where the store can list them (``ytqueue status`` shows them
+        when a group has none); ``None`` for a store that cannot."""
+        return None
+
     def start_client(self) -> None:  # noqa: B027 - optional hook
         """Start what this process needs to talk to the store without talking to it (the Kudu client's JVM), so a
         caller timing the store's answer (``ytqueue status``) does not count a slow start-up as a silent server."""
