@@ -52,6 +52,10 @@ class Committer:
         self.max_backoff_seconds = max_backoff_seconds
         self._known: dict[str, int | None] | None = None
 
+    def forget(self) -> None:
+        """Re-read the store's positions before the next advance (they now live elsewhere: a query's own group)."""
+        self._known = None
+
     def remember(self, positions: Mapping[str, int | None]) -> None:
         """Record positions just read from the store (e.g. by ``initialOffset``) as the CAS baseline."""
         self._known = dict(positions)

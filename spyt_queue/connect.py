@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import partial
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +31,7 @@ from spyt_queue.options import Option, Options, connect_timeout, option_names
 from spyt_queue.settings import READER_OPTIONS, STORE_KINDS, TIMESTAMP_OPTIONS, ReaderSettings
 from spyt_queue.sink_options import without_dead_letter_kafka
 from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.per_query import PerQueryStore
 from spyt_queue.stores.reachability import check_uri_store_reachable
 from spyt_queue.stores.registry import OPTION as STORE_OPTION
 from spyt_queue.stores.registry import (
@@ -305,7 +307,18 @@ def store_for(options: Options, backend: QueueBackend) -> OffsetStore | None:
             source_kind(options).check_native_store(backend)  # on the driver when the query starts, not in a task
         return store
     assert uri is not None
-    return open_store(uri, backend.source_id, group_for(options, backend), store_credentials(options))
+    group = group_for(options, backend)
+    if not options.get_str("offsets.group") and getattr(backend, "per_query_group", False):
+        # no group named: the query's own, as for the consumer group (see spyt_queue.stores.per_query)
+        return PerQueryStore(
+            group, partial(_open_uri_store, uri=uri, source=backend.source_id, credentials=store_credentials(options))
+        )
+    return open_store(uri, backend.source_id, group, store_credentials(options))
+
+
+def _open_uri_store(group: str, *, uri: str, source: str, credentials: StoreCredentials) -> OffsetStore:
+    """The ``offsets.store`` of ``group`` (module-level: a per-query store pickles it)."""
+    return open_store(uri, source, group, credentials)
 
 
 def require_store(store: OffsetStore | None) -> OffsetStore:

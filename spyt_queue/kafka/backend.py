@@ -12,6 +12,7 @@ import logging
 import operator
 import time
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,7 @@ from spyt_queue.kafka.subscription import Subscription, split_key
 from spyt_queue.offsets import sorted_partitions
 from spyt_queue.spark.compat import arrow_schema
 from spyt_queue.stores.base import OffsetStore
+from spyt_queue.stores.per_query import PerQueryStore
 
 log = logging.getLogger("spyt_queue.kafka")
 
@@ -86,11 +88,14 @@ class KafkaBackend(QueueBackend):
         request_timeout_s: float = 30.0,
         consume_batch: int = 10_000,
         include_timestamp: bool = True,
+        per_query_group: bool = False,
     ) -> None:
         self.config = {k: v for k, v in config.items() if k != "group.id"}
         self.isolation_level = isolation_level(self.config)  # validated here, at load(), for bounds and reads
         self.subscription = subscription
         self.group_id = group_id
+        #: no kafka.group.id: each query commits under its own group, ``group_id`` plus its writer token
+        self.per_query_group = per_query_group
         self.include_headers = include_headers
         self.include_timestamp = include_timestamp
         self.poll_timeout_ms = poll_timeout_ms
@@ -188,7 +193,14 @@ class KafkaBackend(QueueBackend):
         return {key for key in partitions if key not in current}
 
     def default_store(self) -> OffsetStore:
-        """The consumer group ``group_id``."""
+        """The consumer group ``group_id``, or each query's own (:class:`PerQueryStore`) when none was named."""
+        if self.per_query_group:
+            return PerQueryStore(
+                self.group_id,
+                partial(
+                    KafkaGroupStore, self.config, partitions=self.partitions, request_timeout_s=self.request_timeout_s
+                ),
+            )
         return KafkaGroupStore(self.config, self.group_id, self.partitions, self.request_timeout_s)
 
     def is_transient(self, error: BaseException) -> bool:

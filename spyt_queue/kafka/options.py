@@ -11,7 +11,7 @@ from spyt_queue.kafka.declarations import BOOTSTRAP_SERVERS, KAFKA_PREFIX
 from spyt_queue.kafka.java_options import translate_java_options
 from spyt_queue.kafka.subscription import Subscription
 from spyt_queue.options import CONNECT_TIMEOUT, READ, WRITE, Option, Options, connect_timeout
-from spyt_queue.settings import ReaderSettings
+from spyt_queue.settings import STORE_KINDS, ReaderSettings
 
 if TYPE_CHECKING:
     from spyt_queue.kafka.backend import KafkaBackend
@@ -105,7 +105,8 @@ def kafka_config(options: Options) -> dict[str, Any]:
 
 
 def default_group_id(options: Options, subscription: Subscription) -> str:
-    """``kafka.group.id`` if given, else ``<groupIdPrefix>-<hash of the subscription>`` (stable across runs)."""
+    """``kafka.group.id`` if given, else ``<groupIdPrefix>-<hash of the subscription>``: the base of the group of
+    each query naming none (:func:`spyt_queue.stores.per_query.query_group` adds the query's writer token)."""
     given = options.get_str("kafka.group.id")
     if given:
         return given
@@ -146,6 +147,7 @@ def kafka_backend_from_options(options: Options) -> KafkaBackend:
         config=config,
         subscription=subscription,
         group_id=default_group_id(options, subscription),
+        per_query_group=not options.get_str("kafka.group.id"),
         include_headers=options.value(INCLUDE_HEADERS),
         include_timestamp=options.value(INCLUDE_TIMESTAMP),
         poll_timeout_ms=options.value(POLL_TIMEOUT_MS),
@@ -156,7 +158,7 @@ def kafka_reader_settings(options: Options, streaming: bool | None) -> ReaderSet
     """Reader settings with Kafka's names: ``startingOffsets`` latest by default (``group`` resumes from the
     consumer group), nested JSON offsets, and the ``startingTimestamp`` family. ``streaming=None``: ``load()``,
     checking only what is invalid in both modes."""
-    return ReaderSettings.parse(
+    settings = ReaderSettings.parse(
         options,
         starting_default="earliest" if streaming is False else "latest",
         streaming=streaming,
@@ -164,3 +166,12 @@ def kafka_reader_settings(options: Options, streaming: bool | None) -> ReaderSet
         parser=flat_positions,
         timestamps=lambda option, data: flat_positions(option, data, allow_special=False),
     )
+    if settings.starting.kind in STORE_KINDS and not (
+        options.get_str("kafka.group.id") or options.get_str("offsets.group")
+    ):
+        raise OptionError(
+            settings.starting.option,
+            f"{settings.starting.kind} resumes from the offsets of a group the query names: set kafka.group.id (a "
+            "query without one commits under a group of its own, which no other query shares)",
+        )
+    return settings

@@ -96,6 +96,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         journaled as the query's ``baseline`` (see :class:`~spyt_queue.offsets.StreamOffset`).
         """
         if self._initial is None:
+            writer = new_writer_token()
+            self._bind(writer)
             bounds = self._fetch_bounds()
             committed = self._committed_positions()
             self.committer.remember(committed)
@@ -108,10 +110,16 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     )
             ahead = {k: v for k, v in committed.items() if v is not None and k in positions and v > positions[k]}
             self._initial = StreamOffset(
-                self.backend.source_id, positions, baseline=ahead, initial=True, writer=new_writer_token()
+                self.backend.source_id, positions, baseline=ahead, initial=True, writer=writer
             ).to_json()
             log.info("initial offset %s", self._initial)
         return self._initial
+
+    def _bind(self, writer: str | None) -> None:
+        """Tell the store which query an offset belongs to (a query without a named group commits under its own,
+        named after its writer token: :class:`~spyt_queue.stores.per_query.PerQueryStore`)."""
+        if self.store.bind_writer(writer):
+            self.committer.forget()
 
     def _committed_positions(self) -> dict[str, int | None]:
         """The store's committed positions; a store that does not answer is :class:`UnreachableError` naming it."""
@@ -263,7 +271,11 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """The end of every partition at the last trigger, shown in the query progress as ``latestOffset``."""
         if self._last_bounds is None:
             return None
-        return StreamOffset(self.backend.source_id, {key: b.upper for key, b in self._last_bounds.items()}).to_json()
+        ends = StreamOffset(self.backend.source_id, {key: b.upper for key, b in self._last_bounds.items()}).to_json()
+        group = getattr(self.store, "group", None) or getattr(self.store, "group_id", None)
+        if isinstance(group, str) and group:
+            ends["group"] = group  # where this query commits: what `ytqueue status --group` takes
+        return ends
 
     # -- planning and reading ------------------------------------------------------------------------------
     @one_line_errors
@@ -317,6 +329,7 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         committed: nothing is in the sink, and a consumer ahead of the query's start must not move back."""
         if _nothing_processed(offset):
             return True
+        self._bind(offset.writer)
         try:
             self.committer.advance_to(dict(offset.positions), own=offset.baseline, writer=offset.writer)
         except ConsumerConflictError:

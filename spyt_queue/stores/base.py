@@ -48,6 +48,12 @@ class OffsetStore(ABC):
         without one)."""
         return None
 
+    def bind_writer(self, writer: str | None) -> bool:
+        """Serve the query whose offsets carry ``writer`` (called before positions are read or committed for an
+        offset); whether the positions now live somewhere else. Only a query's own group depends on it
+        (:class:`~spyt_queue.stores.per_query.PerQueryStore`); every other store is one place for any query."""
+        return False
+
     @abstractmethod
     def is_transient(self, error: BaseException) -> bool:
         """Whether ``error`` is worth retrying."""

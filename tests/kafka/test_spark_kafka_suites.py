@@ -101,3 +101,29 @@ def test_min_offsets_per_trigger_never_delays_the_first_batch_of_a_run(spark, ka
         assert wait_until(lambda: sink.values == ["1", "2", "3", "4", "5"], query=query), sink.batches
     finally:
         query.stop()
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_two_queries_without_a_group_do_not_interfere(spark, kafka_bootstrap, tmp_path, source):
+    """Two queries on one topic, each with its own checkpoint and no ``kafka.group.id``, read every record each and
+    never stop each other (Spark's source draws a group per query; ytqueue's default group is the query's own)."""
+    topic = Topic(kafka_bootstrap, str(tmp_path / "unused"))
+    topic.send([str(i) for i in range(6)])
+    sinks = [Collect(), Collect()]
+    queries = [
+        start(stream(spark, source, topic, startingOffsets="earliest"), str(tmp_path / f"cp{i}"), sink)
+        for i, sink in enumerate(sinks)
+    ]
+    try:
+        for query, sink in zip(queries, sinks):
+            assert wait_until(lambda sink=sink: len(sink.values) == 6, query=query), sink.batches
+        for more in (["6", "7"], ["8", "9"]):  # later batches commit the earlier ones
+            topic.send(more)
+            for query, sink in zip(queries, sinks):
+                assert wait_until(lambda sink=sink, more=more: more[-1] in sink.values, query=query), sink.batches
+        time.sleep(2)
+        assert [q.exception() for q in queries] == [None, None]
+    finally:
+        for query in queries:
+            query.stop()
+    assert [sink.values for sink in sinks] == [sorted(str(i) for i in range(10))] * 2
