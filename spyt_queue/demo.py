@@ -30,13 +30,18 @@ WHAT_NEXT = (
 )
 
 
-def _produce(client: YtClient, total: int, stop: threading.Event, console: Console) -> None:
-    """Write ``total`` events in rounds of 500, a little apart, while the query runs."""
-    sent = 0
-    while sent < total and not stop.is_set():
+def _produce(client: YtClient, total: int, resume: threading.Event, console: Console) -> None:
+    """Write ``total`` events in rounds of 500, a little apart, while the query runs: the first half at once, the
+    second once ``resume`` is set (after query 1 stopped), so query 1 stops with events still to come."""
+    sent, half = 0, total // 2
+    while sent < total:
+        if sent == half:
+            console.log(f"producer: {sent} events written to {QUEUE}; the rest once query 1 has stopped")
+            resume.wait()
+        limit = half if sent < half else total
         rows = [
             {"user": f"user-{(sent + i) % 97}", "amount": float((sent + i) % 1000) / 10, "event_id": sent + i}
-            for i in range(min(500, total - sent))
+            for i in range(min(500, limit - sent))
         ]
         client.insert_rows(QUEUE, rows)
         sent += len(rows)
@@ -133,7 +138,8 @@ def _run(proxy: str, events: int, work: Path, console: Console) -> int:
     )
     console.log(f"created queue {QUEUE} (4 tablets), consumer {CONSUMER}, output {OUTPUT} keyed by source row")
 
-    console.log("starting Spark (10-15 s): local[2], console progress bars off...")
+    console.log("starting Spark (a JVM: seconds on a quiet machine, up to a minute on a busy one): local[2]...")
+    started = time.monotonic()
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("ytqueue-demo")
@@ -141,23 +147,24 @@ def _run(proxy: str, events: int, work: Path, console: Console) -> int:
         .config("spark.ui.showConsoleProgress", "false")  # progress bars would interleave with the demo's log
         .getOrCreate()
     )
-    console.log("Spark started")
+    console.log(f"Spark started in {time.monotonic() - started:.0f} s")
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     checkpoint = str(work / "checkpoint")
 
-    stop = threading.Event()
-    producer = threading.Thread(target=_produce, args=(client, events, stop, console), daemon=True)
+    resume = threading.Event()
+    producer = threading.Thread(target=_produce, args=(client, events, resume, console), daemon=True)
     producer.start()
     query = _query(spark, proxy, checkpoint, available_now=False)
     console.log("query 1 running while events are produced...")
-    deadline = time.time() + 120
+    # Stopped by rows written, not by time: once its first rows are in, while half the events are still to come.
+    deadline = time.time() + 300
     while time.time() < deadline and not list(client.select_rows(f"src_tablet from [{OUTPUT}] limit 1")):
-        time.sleep(1)
-    time.sleep(3)
+        time.sleep(0.5)
     _stop_between_batches(spark, query)
     rows_after_first = len(list(client.select_rows(f"src_tablet from [{OUTPUT}]")))
-    console.log(f"query 1 stopped mid-stream after writing {rows_after_first} rows")
+    console.log(f"query 1 stopped mid-stream after writing {rows_after_first} of the {events} events")
+    resume.set()
     producer.join()
 
     console.log("query 2: restart from the checkpoint with Trigger.AvailableNow to drain the queue")
