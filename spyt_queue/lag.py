@@ -52,6 +52,36 @@ def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) 
     return {k: max(0, int(v) - int(ends.get(k, 0))) for k, v in latest.get("partitions", {}).items()}
 
 
+def offsets_behind_latest(progress: Mapping[str, Any] | Any, source_index: int = 0) -> dict[str, float]:
+    """Spark's Kafka source metrics (``sources[].metrics`` of its progress) for one source of ``query.lastProgress``:
+    ``minOffsetsBehindLatest``, ``maxOffsetsBehindLatest`` and ``avgOffsetsBehindLatest`` over its partitions (YT
+    tablets too), from :func:`lag_from_progress`; ``{}`` when the progress has no ends. PySpark gives a Python source
+    no way to put them in the progress itself (its ``PythonMicroBatchStream`` is no ``ReportsSourceMetrics``)."""
+    behind = list(lag_from_progress(progress, source_index).values())
+    if not behind:
+        return {}
+    return {
+        "minOffsetsBehindLatest": float(min(behind)),
+        "maxOffsetsBehindLatest": float(max(behind)),
+        "avgOffsetsBehindLatest": sum(behind) / len(behind),
+    }
+
+
+def spark_offsets(offset: Mapping[str, Any] | str) -> dict[str, dict[str, int]]:
+    """One of our offsets (``startOffset``, ``endOffset``, ``latestOffset`` of a progress, or a checkpoint's) in the
+    form of Spark's Kafka source, ``{"topic": {"0": 5}}``: partition ``topic:0`` is topic ``topic``, partition 0. A YT
+    queue's tablets have no topic: they come under the queue's path (``{"//home/q": {"0": 5}}``)."""
+    if isinstance(offset, str):
+        offset = json.loads(offset)
+    source = str(offset.get("source", ""))
+    queue = source.partition(":")[2].partition("#")[0] if source.startswith("yt:") else source
+    nested: dict[str, dict[str, int]] = {}
+    for key in sorted_partitions(offset.get("partitions", {})):
+        topic, _, index = key.rpartition(":")
+        nested.setdefault(topic or queue, {})[index] = int(offset["partitions"][key])
+    return nested
+
+
 def dead_letter_counts(target: Any) -> dict[str, int]:
     """Dead letters held per partition of a dead-letter target (a :class:`~spyt_queue.deadletter.DeadLetterTarget`):
     rows of a table's tablets, or records of a topic's partitions, still retained."""

@@ -7,6 +7,7 @@ one session: Spark's JVM source (``format("kafka")``, the oracle, from the jars 
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -115,11 +116,11 @@ def test_two_queries_without_a_group_do_not_interfere(spark, kafka_bootstrap, tm
         for i, sink in enumerate(sinks)
     ]
     try:
-        for query, sink in zip(queries, sinks):
+        for query, sink in zip(queries, sinks, strict=True):
             assert wait_until(lambda sink=sink: len(sink.values) == 6, query=query), sink.batches
         for more in (["6", "7"], ["8", "9"]):  # later batches commit the earlier ones
             topic.send(more)
-            for query, sink in zip(queries, sinks):
+            for query, sink in zip(queries, sinks, strict=True):
                 assert wait_until(lambda sink=sink, more=more: more[-1] in sink.values, query=query), sink.batches
         time.sleep(2)
         assert [q.exception() for q in queries] == [None, None]
@@ -127,3 +128,33 @@ def test_two_queries_without_a_group_do_not_interfere(spark, kafka_bootstrap, tm
         for query in queries:
             query.stop()
     assert [sink.values for sink in sinks] == [sorted(str(i) for i in range(10))] * 2
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_offsets_behind_latest_and_offsets_as_spark_shows_them(spark, kafka_bootstrap, checkpoint, source):
+    """Spark's progress has ``sources[].metrics`` ``{min,max,avg}OffsetsBehindLatest`` and offsets as
+    ``{"topic": {"0": 5}}``. A Python source can not fill ``metrics`` (PySpark 4.0 to 4.3): for ytqueue the same
+    numbers come from ``spyt_queue.lag.offsets_behind_latest(progress)`` and the same offsets from ``spark_offsets``."""
+    from spyt_queue.lag import offsets_behind_latest, spark_offsets
+
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=2)
+    topic.send([str(i) for i in range(20)])  # 10 records per partition
+    sink = Collect()
+    df = stream(spark, source, topic, startingOffsets="earliest", maxOffsetsPerTrigger=4)
+    query = start(df, checkpoint, sink, processingTime="1 hour")  # one batch, then an hour's wait
+    try:
+        assert wait_until(lambda: query.lastProgress is not None and query.lastProgress["numInputRows"], query=query)
+        progress = query.lastProgress
+    finally:
+        query.stop()
+    source_progress = progress["sources"][0]
+    metrics = source_progress["metrics"] if source == "kafka" else offsets_behind_latest(progress)
+    assert {k: float(v) for k, v in metrics.items()} == {
+        "minOffsetsBehindLatest": 8.0,
+        "maxOffsetsBehindLatest": 8.0,
+        "avgOffsetsBehindLatest": 8.0,
+    }
+    end = json.loads(source_progress["endOffset"])
+    assert (end if source == "kafka" else spark_offsets(end)) == {topic.name: {"0": 2, "1": 2}}
+    if source == "ytqueue":
+        assert source_progress["metrics"] == {}, "if PySpark starts passing a Python source's metrics, report them"

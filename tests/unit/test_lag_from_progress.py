@@ -29,3 +29,24 @@ def test_reported_latest_offset_wins_over_the_carried_ends() -> None:
 
 def test_nothing_known_is_no_lag() -> None:
     assert lag_from_progress(_progress({"partitions": {"0": 3}}, None)) == {}
+
+
+def test_offsets_behind_latest_are_sparks_three_metrics() -> None:
+    from spyt_queue.lag import offsets_behind_latest
+
+    progress = _progress({"partitions": {"t:0": 3, "t:1": 5}}, {"partitions": {"t:0": 10, "t:1": 6}})
+    assert offsets_behind_latest(progress) == {
+        "minOffsetsBehindLatest": 1.0,
+        "maxOffsetsBehindLatest": 7.0,
+        "avgOffsetsBehindLatest": 4.0,
+    }
+    assert offsets_behind_latest(_progress({"partitions": {}}, None)) == {}
+
+
+def test_spark_offsets_nest_partitions_under_their_topic_or_queue() -> None:
+    from spyt_queue.lag import spark_offsets
+
+    kafka = {"version": 1, "source": "kafka:subscribe=a,b", "partitions": {"a:0": 5, "a:10": 1, "a:2": 3, "b:0": 7}}
+    assert spark_offsets(kafka) == {"a": {"0": 5, "2": 3, "10": 1}, "b": {"0": 7}}
+    yt = {"version": 1, "source": "yt://home/q#1-2-3-4", "partitions": {"0": 4, "1": 9}}
+    assert spark_offsets(json.dumps(yt)) == {"//home/q": {"0": 4, "1": 9}}
