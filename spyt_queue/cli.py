@@ -119,16 +119,10 @@ def one_line(error: BaseException) -> str:
     from yt.wrapper.errors import YtResponseError
 
     if isinstance(error, YtResponseError):
-        messages: list[str] = []
-        node: Any = error.error
-        while node:
-            message = str(node.get("message", "")).strip()
-            if message and message not in messages:
-                messages.append(message)
-            inner = node.get("inner_errors") or []
-            node = inner[0] if inner else None
-        code = next(iter(sorted(_yt_codes(error.error) - {1})), None)
-        text = ": ".join(messages) + (f" (YT error {code})" if code else "")
+        from spyt_queue.yt.errors import error_codes, yt_message
+
+        code = next(iter(sorted(error_codes(error.error) - {1})), None)
+        text = yt_message(error) + (f" (YT error {code})" if code else "")
     elif isinstance(error, OSError) and "Max retries exceeded" in str(error):
         host = re.search(r"host='([^']*)', port=(\d+)", str(error))
         reason = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(error))
@@ -139,18 +133,6 @@ def one_line(error: BaseException) -> str:
         if not isinstance(error, (CliError, ValueError)) and not type(error).__module__.startswith("spyt_queue"):
             text = f"{type(error).__name__}: {text}"
     return " ".join(text.split())
-
-
-def _yt_codes(node: Any) -> set[int]:
-    codes: set[int] = set()
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if "code" in item:
-                codes.add(int(item["code"]))
-            stack.extend(item.get("inner_errors") or [])
-    return codes
 
 
 app = typer.Typer(
@@ -536,7 +518,9 @@ def status(
 ) -> None:
     """Print committed offset, end and lag per partition, for a YT consumer, a Kafka group or any offset store, and
     the rows of a dead-letter target."""
+    from spyt_queue.connect import group_for
     from spyt_queue.lag import backend_lag
+    from spyt_queue.options import Options
     from spyt_queue.stores.registry import check_uri, is_native, open_store, uri_password
 
     credentials = _store_credentials(store, store_user, store_password_file)
@@ -565,13 +549,12 @@ def status(
         _check_kafka(bootstrap_servers, kafka)
         topics = tuple(t.strip() for t in topic.split(",") if t.strip())
         subscription = Subscription("subscribe", topics=topics)
-        backend: Any = KafkaBackend(kafka, subscription, group or "")
-        title = f"{topic} via group {group}"
         if not (group or offsets_group):
             from spyt_queue.kafka.options import default_group_id
-            from spyt_queue.options import Options
 
             group_default = default_group_id(Options({}), subscription)
+        backend: Any = KafkaBackend(kafka, subscription, group or group_default or "")
+        title = f"{topic} via group {group}"
     else:
         from spyt_queue.yt import admin
         from spyt_queue.yt.backend import YtConnection, YtQueueBackend
@@ -602,7 +585,7 @@ def status(
         parts = split_uri(store)
         assert parts is not None  # check_uri passed
         check_endpoints(parts.scheme.lower(), parts.hosts, "--store")
-        store_group = offsets_group or group or group_default or consumer or "spyt-queue"
+        store_group = group_for(Options({"offsets.group": offsets_group} if offsets_group else {}), backend)
         offsets = open_store(store, backend.source_id, store_group, credentials)
         title = f"{topic if bootstrap_servers else queue} via {offsets.describe()}"
         if group_default:
@@ -688,22 +671,10 @@ def _group_hint(offsets: Any, group: str, kafka: bool) -> str:
         else "offsets.group, else its consumer_path, else spyt-queue"
     )
     text = f"hint: group {group} has no positions for this source in {offsets.describe()}; a query commits under {rule}"
-    groups = _store_groups(offsets)
+    groups = offsets.groups()
     if groups is not None:
         text += f"; groups in this store: {', '.join(groups) if groups else 'none'}"
     return text + "; give that group with --offsets-group NAME"
-
-
-def _store_groups(offsets: Any) -> list[str] | None:
-    """The groups a ZooKeeper store holds (the znodes below its root), or None for a store that cannot list them."""
-    from spyt_queue.zookeeper.store import ZooKeeperStore, decode_component
-
-    if not isinstance(offsets, ZooKeeperStore):
-        return None
-    try:
-        return sorted(decode_component(name) for name in offsets.client().get_children(offsets.root))
-    except Exception:  # a listing is only a hint: the table above is the answer
-        return None
 
 
 def _check_kafka(bootstrap_servers: str, settings: dict[str, str] | None = None) -> None:

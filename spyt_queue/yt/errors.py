@@ -51,7 +51,8 @@ def is_transient_yt_error(error: BaseException) -> bool:
     return isinstance(error, (ConnectionError, TimeoutError, OSError))
 
 
-def _codes(error: Any) -> set[int]:
+def error_codes(error: Any) -> set[int]:
+    """Every error code of a YT error tree (a ``YtResponseError``'s ``.error``)."""
     codes: set[int] = set()
     stack = [error]
     while stack:
@@ -65,7 +66,7 @@ def _codes(error: Any) -> set[int]:
 
 def has_code(error: BaseException, code: int) -> bool:
     """Whether a ``YtResponseError`` carries ``code`` anywhere in its error tree."""
-    return isinstance(error, YtResponseError) and code in _codes(error.error)
+    return isinstance(error, YtResponseError) and code in error_codes(error.error)
 
 
 #: Cypress could not resolve a path: the node does not exist (NYTree::EErrorCode::ResolveError).

@@ -158,6 +158,13 @@ class ZooKeeperStore(ConnectedStore):
 
     # ---------------------------------------------------------------------------------------- client
 
+    def groups(self) -> list[str] | None:
+        """The groups below this store's root (one znode each); ``None`` when the listing fails."""
+        try:
+            return sorted(decode_component(name) for name in self.client().get_children(self.root))
+        except Exception:  # a listing is only a hint
+            return None
+
     def client(self):
         """The started ``KazooClient`` of this store (connects on first use; raises a transient timeout)."""
         with self._lock:

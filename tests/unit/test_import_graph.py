@@ -314,3 +314,11 @@ def test_the_floor_check_can_fail() -> None:
     """A technology importing the wiring point is found."""
     assert floor_of("spyt_queue.kafka.sink") == 2 and floor_of("spyt_queue.connect") == 3
     assert floor_of("spyt_queue.stores.registry") == 0 and floor_of("spyt_queue.datasource") == 4
+
+
+def test_the_cli_goes_through_the_library_and_no_store_internals() -> None:
+    """``ytqueue`` is a thin caller: it imports the wiring point, and no store module's internals (it lists a
+    store's groups through ``OffsetStore.groups()``)."""
+    edges = import_edges(ROOT)["spyt_queue.cli"]
+    assert "spyt_queue.connect" in edges
+    assert not {e for e in edges if e.startswith(("spyt_queue.zookeeper", "sinks.", "spyt_queue.sinks"))}, edges
