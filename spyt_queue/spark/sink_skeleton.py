@@ -72,7 +72,9 @@ class SinkFormat:
                 f"use outputMode {self.stream_modes}",
             )
         raise OptionError(
-            "mode", f"{self.name} {self.writes} and can not replace the target (overwrite): use mode('append')"
+            "mode",
+            f"{self.name} {self.writes} and can not replace the target (overwrite): use mode('append') (Spark itself "
+            "refuses the default mode, errorifexists, for every Python data source)",
         )
 
 

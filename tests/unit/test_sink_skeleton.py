@@ -155,7 +155,7 @@ def test_the_kafka_sink_refuses_a_batch_overwrite_and_takes_complete_mode_as_spa
         source.writer(KAFKA_SCHEMA, True)
     assert str(batch.value) == (
         "Invalid option 'mode': ytqueue produces records to Kafka and can not replace the target (overwrite): "
-        "use mode('append')"
+        "use mode('append') (Spark itself refuses the default mode, errorifexists, for every Python data source)"
     )
 
 
@@ -172,6 +172,7 @@ def test_every_sink_refuses_to_replace_its_target_in_the_same_one_line_error(sin
         str(stream.value),
     ), str(stream.value)
     assert re.fullmatch(
-        rf"Invalid option 'mode': {sink} [a-z ]+ and can not replace the target \(overwrite\): use mode\('append'\)",
+        rf"Invalid option 'mode': {sink} [a-z ]+ and can not replace the target \(overwrite\): use mode\('append'\) "
+        r"\(Spark itself refuses the default mode, errorifexists, for every Python data source\)",
         str(batch.value),
     ), str(batch.value)
