@@ -19,6 +19,11 @@ class DataLossError(SpytQueueError):
     """Rows that the query should have read are gone (trimmed, expired, or the partition vanished)."""
 
 
+class AvailableNowTargetLostError(DataLossError):
+    """An AvailableNow run's frozen target is no longer in the log (a topic recreated with fewer records, a
+    partition gone): the run can not read up to it, and must not end as if it had."""
+
+
 class ConsumerConflictError(SpytQueueError):
     """The committed position (YT consumer or Kafka group) was moved by someone else than this query."""
 

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -19,7 +19,14 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from spyt_queue.backend import BatchJournal, PartitionBounds, QueueBackend
 from spyt_queue.committer import Committer
-from spyt_queue.errors import CommitError, ConsumerConflictError, OptionError, SpytQueueError, UnreachableError
+from spyt_queue.errors import (
+    AvailableNowTargetLostError,
+    CommitError,
+    ConsumerConflictError,
+    OptionError,
+    SpytQueueError,
+    UnreachableError,
+)
 from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
@@ -170,6 +177,8 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         finally:
             committed = True if pending is None else pending.result()
         self._last_bounds = bounds
+        if self._target is not None:
+            self._check_target_in_log(current.positions, bounds)
         if isinstance(limit, ReadAllAvailable):
             planner, max_rows = OffsetPlanner(None, self.planner.describe), None
         else:
@@ -212,6 +221,24 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return StreamOffset(
             self.backend.source_id, plan.end, batch_start=batch_start, baseline=baseline, writer=writer
         ).to_json()
+
+    def _check_target_in_log(self, positions: Mapping[str, int], bounds: dict[str, PartitionBounds]) -> None:
+        """The AvailableNow target, frozen when the run started, must still be in the log where the run has not
+        reached it: a partition now ending before it (a topic recreated with fewer records) or gone stops the run with
+        :class:`AvailableNowTargetLostError`, whatever ``failOnDataLoss`` says, as Spark's Kafka source does."""
+        assert self._target is not None
+        lost = [
+            f"{self.planner.describe(key)} ends at {bounds[key].upper}" if key in bounds else f"{key} no longer exists"
+            for key, target in sorted(self._target.items())
+            if positions.get(key, 0) < target and (key not in bounds or bounds[key].upper < target)
+        ]
+        if lost:
+            raise AvailableNowTargetLostError(
+                f"The AvailableNow run of {self.backend.source_id} can not read up to the target it froze when it "
+                f"started ({dict(sorted(self._target.items()))}): {'; '.join(lost)} (recreated or truncated since). "
+                "The run stops here instead of ending as if it had read everything; run it again to read what the "
+                "log holds now"
+            )
 
     def _fetch_bounds(self) -> dict[str, PartitionBounds]:
         """The partitions' bounds, retried ``fetchOffset.numRetries`` times ``fetchOffset.retryIntervalMs`` apart when

@@ -158,3 +158,44 @@ def test_offsets_behind_latest_and_offsets_as_spark_shows_them(spark, kafka_boot
     assert (end if source == "kafka" else spark_offsets(end)) == {topic.name: {"0": 2, "1": 2}}
     if source == "ytqueue":
         assert source_progress["metrics"] == {}, "if PySpark starts passing a Python source's metrics, report them"
+
+
+class RecreateOnce(Collect):
+    """Collects values; in the first batch, deletes ``topic`` and creates it again with ``values`` only."""
+
+    def __init__(self, topic: Topic, values: list[str]) -> None:
+        super().__init__()
+        self.topic, self.recreate = topic, values
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        super().__call__(df, batch_id)
+        if self.recreate:
+            values, self.recreate = self.recreate, []
+            self.topic.delete()
+            Topic(self.topic.bootstrap, self.topic.checkpoint, partitions=1, name=self.topic.name).send(values)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_available_now_whose_target_left_the_log_fails(spark, kafka_bootstrap, checkpoint, source):
+    """An AvailableNow run freezes its target (10 records); the topic is recreated with 3 while it runs. Spark's
+    source fails the run with a named error instead of ending as if it had read everything up to its target."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    topic.send([str(i) for i in range(10)])
+    sink = RecreateOnce(topic, ["a", "b", "c"])
+    df = stream(spark, source, topic, startingOffsets="earliest", maxOffsetsPerTrigger=2, failOnDataLoss="false")
+    query = start(df, checkpoint, sink, availableNow=True)
+    try:
+        query.awaitTermination(180)
+    except Exception as error:  # awaitTermination raises the query's failure
+        failure = str(error)
+    else:
+        failure = str(query.exception()) if query.exception() else ""
+    finally:
+        query.stop()
+    assert sink.batches[0] == ["0", "1"]
+    expected = (
+        "report available offset which is less than end offset during running query with Trigger.AvailableNow"
+        if source == "kafka"
+        else "AvailableNowTargetLostError"
+    )
+    assert expected in failure, (failure[:2000], sink.batches)
