@@ -589,10 +589,19 @@ def status(
         offsets = open_store(store, backend.source_id, store_group, credentials)
         title = f"{topic if bootstrap_servers else queue} via {offsets.describe()}"
         if group_default:
+            # a query without kafka.group.id commits under <base>-<its writer> (spyt_queue.stores.per_query)
+            own = [g for g in offsets.groups() or [] if g.startswith(f"{group_default}-")]
+            if len(own) == 1:
+                offsets.close()
+                store_group = group_default = own[0]
+                offsets = open_store(store, backend.source_id, store_group, credentials)
             typer.secho(
                 f"hint: no --group: showing group {group_default}, the one a query subscribing to {topic} without "
-                "kafka.group.id commits under (spark-kafka-source-<hash of the subscription>; groupIdPrefix changes "
-                "the prefix); --offsets-group NAME shows another",
+                "kafka.group.id commits under (spark-kafka-source-<hash of the subscription>-<the query's writer>, "
+                "logged when it starts and shown in its progress as latestOffset.group; groupIdPrefix changes the "
+                "prefix)"
+                + (f"; queries without kafka.group.id in this store: {', '.join(own)}" if len(own) > 1 else "")
+                + "; --offsets-group NAME shows another",
                 err=True,
                 fg="yellow",
             )
@@ -666,7 +675,7 @@ def _group_hint(offsets: Any, group: str, kafka: bool) -> str:
     """Why a store may show nothing for ``group``: the rule by which a query names its group, and the groups the
     store holds where it can list them (ZooKeeper)."""
     rule = (
-        "offsets.group, else kafka.group.id, else spark-kafka-source-<hash of the subscription>"
+        "offsets.group, else kafka.group.id, else spark-kafka-source-<hash of the subscription>-<the query's writer>"
         if kafka
         else "offsets.group, else its consumer_path, else spyt-queue"
     )
