@@ -52,9 +52,17 @@ def is_transient_kafka_error(error: BaseException) -> bool:
     return isinstance(error, (TimeoutError, ConnectionError, UnreachableError))
 
 
+#: librdkafka's answer to an offsets request while it has no leader for the partitions (a broker restarting or cut
+#: off): ``_NOENT`` with this text, within milliseconds. It passes once the leaders are known again.
+NO_LEADERS = "No leaders found"
+
+
 def is_transient_code(error: KafkaError) -> bool:
     """Whether a librdkafka error (a call's or a consumer's error event) passes by itself: a broker restarting,
-    a leader moving, a request timing out. librdkafka reconnects on its own; the caller only has to wait."""
+    a leader moving, a request timing out, no leader known yet. librdkafka reconnects on its own; the caller only
+    has to wait."""
+    if error.code() == KafkaError._NOENT and NO_LEADERS in str(error.str()):
+        return True
     return bool(error.retriable()) or error.code() in TRANSIENT_KAFKA_CODES
 
 

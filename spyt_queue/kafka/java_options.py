@@ -31,7 +31,8 @@ log = logging.getLogger("spyt_queue.kafka")
 @dataclass(frozen=True)
 class JavaOption:
     """The verdict on one Java-client option: ``translate`` (to ``target``, the value through ``convert``),
-    ``ignore`` or ``refuse``; ``why`` says why in the docs and in the warning or error."""
+    ``adapter`` (read by the adapter itself, not passed to librdkafka), ``ignore`` or ``refuse``; ``why`` says why
+    in the docs and in the warning or error."""
 
     verdict: str
     why: str
@@ -87,10 +88,11 @@ JAVA_CLIENT_OPTIONS: dict[str, JavaOption] = {
     "compression.gzip.level": JavaOption("translate", "librdkafka's compression level", "compression.level"),
     "sasl.jaas.config": JavaOption("translate", "PLAIN/SCRAM username and password as sasl.username/sasl.password"),
     "ssl.keystore.type": JavaOption("translate", "PKCS12 is librdkafka's keystore format; JKS is refused"),
-    # ignored: no meaning here
+    # read by the adapter itself
     "default.api.timeout.ms": JavaOption(
-        "ignore", "the adapter's waits are kafkaConsumer.pollTimeoutMs (reads) and connect_timeout (start)"
+        "adapter", "as in Spark: bounds each of the adapter's offset, metadata and group-commit requests (30000)"
     ),
+    # ignored: no meaning here
     "max.block.ms": JavaOption("ignore", "a full local queue makes the sink wait for deliveries, without a limit"),
     "metadata.max.idle.ms": JavaOption("ignore", "librdkafka refreshes metadata by topic.metadata.refresh.interval.ms"),
     "socket.connection.setup.timeout.max.ms": JavaOption(
@@ -143,6 +145,8 @@ def translate_java_options(config: Mapping[str, Any], prefix: str = "kafka.") ->
         option = JAVA_CLIENT_OPTIONS.get(str(key).lower())
         if option is None:
             result[key] = value
+        elif option.verdict == "adapter":
+            continue
         elif option.verdict == "refuse":
             raise OptionError(f"{prefix}{key}", f"is a Java client option librdkafka can not honour: {option.why}")
         elif option.verdict == "ignore":

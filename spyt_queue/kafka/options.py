@@ -31,6 +31,9 @@ SUBSCRIBE = Option("subscribe", "comma-separated list of topics to read")
 SUBSCRIBE_PATTERN = Option("subscribePattern", "regular expression of topics to read")
 ASSIGN = Option("assign", 'JSON of topic partitions to read: {"t": [0, 1]}', kind="json")
 SUBSCRIPTION_OPTIONS = (SUBSCRIBE, SUBSCRIBE_PATTERN, ASSIGN)
+#: The Java client's bound on blocking calls, which the adapter applies to its own requests (:func:`api_timeout_s`).
+DEFAULT_API_TIMEOUT = KAFKA_PREFIX + "default.api.timeout.ms"
+DEFAULT_API_TIMEOUT_MS = 30_000
 KAFKA_CONFIG = Option(
     KAFKA_PREFIX,
     "passed to librdkafka (kafka.bootstrap.servers, kafka.group.id, ...)",
@@ -151,7 +154,23 @@ def kafka_backend_from_options(options: Options) -> KafkaBackend:
         include_headers=options.value(INCLUDE_HEADERS),
         include_timestamp=options.value(INCLUDE_TIMESTAMP),
         poll_timeout_ms=options.value(POLL_TIMEOUT_MS),
+        request_timeout_s=api_timeout_s(options),
     )
+
+
+def api_timeout_s(options: Options) -> float:
+    """``kafka.default.api.timeout.ms`` (the Java consumer's bound on blocking calls, as Spark's users set it) in
+    seconds: how long each offset, metadata and group-commit request of the adapter may wait (30 s by default)."""
+    value = options.get_str(DEFAULT_API_TIMEOUT)
+    if value is None:
+        return DEFAULT_API_TIMEOUT_MS / 1000
+    try:
+        millis = int(value)
+    except ValueError:
+        millis = -1
+    if millis <= 0:
+        raise OptionError(DEFAULT_API_TIMEOUT, f"expected a positive number of milliseconds, got {value!r}")
+    return millis / 1000
 
 
 def kafka_reader_settings(options: Options, streaming: bool | None) -> ReaderSettings:

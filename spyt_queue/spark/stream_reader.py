@@ -340,7 +340,15 @@ class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._batches_planned == 1:
             return journal
         if self._journal_wanted is None:
-            self._journal_wanted = journal.requested()
+            try:
+                self._journal_wanted = journal.requested()
+            except Exception as error:
+                if isinstance(error, SpytQueueError) or not self.backend.is_transient(error):
+                    raise
+                raise UnreachableError(
+                    f"Could not check the batch journal of {self.backend.source_id} ({_text(error)}): the query stops "
+                    "here with nothing lost; restart it to resume from its checkpoint"
+                ) from None
         return journal if self._journal_wanted else None
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -23,7 +23,7 @@ from yt.wrapper import YsonFormat, YtClient
 from yt.wrapper.errors import YtResponseError
 
 from spyt_queue.backend import BatchJournal, DataLossHandler, PartitionBounds, QueueBackend
-from spyt_queue.errors import OptionError, SpytQueueError
+from spyt_queue.errors import OptionError, SpytQueueError, UnreachableError
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.yt.arrow_rows import RowConverter
 from spyt_queue.yt.batch_journal import YtBatchJournal
@@ -247,6 +247,21 @@ class YtQueueBackend(QueueBackend):
 
     # -- executor side ---------------------------------------------------------------------------------
     def _pull_bytes(self, tablet: int, offset: int, count: int, fmt: Any) -> bytes:
+        """One pull of ``tablet`` from ``offset``; a proxy that stays away through the client's retries is
+        :class:`UnreachableError` naming the tablet (the task fails; a restart resumes from the checkpoint)."""
+        try:
+            return self._pull_raw(tablet, offset, count, fmt)
+        except Exception as error:
+            if not self.is_transient(error) or isinstance(error, SpytQueueError):
+                raise
+            text = " ".join(str(error).split())[:300]
+            raise UnreachableError(
+                f"Could not pull rows from {offset} of {self.describe(str(tablet))}: the YTsaurus proxy did not answer "
+                f"through the client's retries ({type(error).__name__}: {text}); the batch fails and a restart "
+                "resumes from the checkpoint (yt.proxy.retries.* sets how long a pull waits)"
+            ) from None
+
+    def _pull_raw(self, tablet: int, offset: int, count: int, fmt: Any) -> bytes:
         if self.consumer_path:
             response = self.client.pull_consumer(
                 self.consumer_path, self.queue_path, offset, tablet, max_row_count=count, format=fmt, raw=True

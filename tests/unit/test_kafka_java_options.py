@@ -43,11 +43,9 @@ def test_java_names_become_librdkafka_settings_with_their_units() -> None:
 def test_ignored_names_are_dropped_with_one_warning_each(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="spyt_queue.kafka"):
         for _ in range(2):
-            assert translate_java_options({"default.api.timeout.ms": "60000", "max.block.ms": "1", "acks": "1"}) == {
-                "acks": "1"
-            }
+            assert translate_java_options({"metric.reporters": "x", "max.block.ms": "1", "acks": "1"}) == {"acks": "1"}
     warned = [r.getMessage() for r in caplog.records if "has no effect with librdkafka" in r.getMessage()]
-    assert len(warned) == 2 and "kafka.default.api.timeout.ms" in warned[0]
+    assert len(warned) == 2 and "kafka.metric.reporters" in warned[0]
 
 
 @pytest.mark.parametrize(
@@ -87,7 +85,12 @@ def test_the_kafka_page_lists_every_java_option_with_its_verdict() -> None:
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "kafka.md").read_text(encoding="utf-8")
-    verdicts = {"translate": "translated", "ignore": "ignored (one warning)", "refuse": "refused"}
+    verdicts = {
+        "translate": "translated",
+        "adapter": "read by the adapter",
+        "ignore": "ignored (one warning)",
+        "refuse": "refused",
+    }
     section = page.split("## Options of Kafka's Java client", 1)[1].split("\n## ", 1)[0]
     listed = {
         line.split("|")[1].strip().strip("`"): line.split("|")[2].strip()
@@ -95,3 +98,17 @@ def test_the_kafka_page_lists_every_java_option_with_its_verdict() -> None:
         if line.startswith("| `kafka.") and line.count("|") == 4
     }
     assert listed == {f"kafka.{name}": verdicts[o.verdict] for name, o in JAVA_CLIENT_OPTIONS.items()}
+
+
+def test_default_api_timeout_bounds_the_adapters_own_requests() -> None:
+    """``kafka.default.api.timeout.ms`` is not librdkafka's: the adapter reads it as Spark's users mean it, the bound
+    of each offset, metadata and group-commit request, and does not pass it on."""
+    from spyt_queue.kafka.options import api_timeout_s, kafka_backend_from_options
+    from spyt_queue.options import Options
+
+    options = {"kafka.bootstrap.servers": "127.0.0.1:9", "subscribe": "t", "kafka.group.id": "g"}
+    backend = kafka_backend_from_options(Options({**options, "kafka.default.api.timeout.ms": "2500"}))
+    assert backend.request_timeout_s == 2.5 and "default.api.timeout.ms" not in backend.config
+    assert api_timeout_s(Options(options)) == 30.0
+    with pytest.raises(OptionError, match=r"Invalid option 'kafka.default.api.timeout.ms'.*positive"):
+        api_timeout_s(Options({**options, "kafka.default.api.timeout.ms": "-1"}))

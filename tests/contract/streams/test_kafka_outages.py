@@ -4,10 +4,10 @@ by its own log), committing to the query's consumer group.
 
 Short outages: the whole broker is gone for 2 s under the clients' default retries. Long ones are affordable only
 where an option bounds the wait: a read gives up after ``kafkaConsumer.pollTimeoutMs`` (3 s here, instead of 120 s),
-so the reading outage is the whole broker for 10 s. The bounds of a topic are fetched with fixed 30 s request
-timeouts, six times (about 3 min per attempt with the broker gone): the long planning outage therefore cuts off only
-the bounds requests (``ListOffsets`` for every partition: the partitions' leader unreachable while the rest of the
-cluster answers) for 10 s. A long commit outage is not run: the committer's six attempts of 30 s requests (each
+so the reading outage is the whole broker for 10 s. The bounds of a topic are fetched six times with requests bounded
+by ``kafka.default.api.timeout.ms`` (1 s here instead of 30 s) and ``fetchOffset.numRetries=0``: the long planning
+outage cuts off the bounds requests (``ListOffsets`` for every partition: the partitions' leader unreachable while
+the rest of the cluster answers) for 20 s, longer than those attempts. A long commit outage is not run: the committer's six attempts of 30 s requests (each
 after a committed-offsets fetch with its own six) take over 15 minutes, with no option to shorten them.
 """
 
@@ -68,10 +68,19 @@ class KafkaOutageLog(OutageLog):
         if length == "short":
             return Fault(frozenset({REQUESTS[phase]}), 2.0)
         assert phase != "commit", "a long commit outage is not affordable on Kafka (see the module docstring)"
-        return Fault(frozenset({REQUESTS[phase]}), 10.0, "requests" if phase == "planning" else "server")
+        if phase == "planning":
+            return Fault(frozenset({REQUESTS[phase]}), 20.0, "requests")
+        return Fault(frozenset({REQUESTS[phase]}), 10.0, "server")
 
     def retry_options(self, length: str) -> dict[str, Any]:
-        return {} if length == "short" else {"kafkaConsumer.pollTimeoutMs": 3000}
+        if length == "short":
+            return {}
+        # each bounds fetch: six requests of at most 1 s with backoff (about 12 s), then no further attempt
+        return {
+            "kafkaConsumer.pollTimeoutMs": 3000,
+            "kafka.default.api.timeout.ms": 1000,
+            "fetchOffset.numRetries": 0,
+        }
 
 
 #: Every phase x length x trigger that is affordable (no long commit outage, see the module docstring), read modes
