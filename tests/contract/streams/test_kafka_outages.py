@@ -7,8 +7,9 @@ where an option bounds the wait: a read gives up after ``kafkaConsumer.pollTimeo
 so the reading outage is the whole broker for 10 s. The bounds of a topic are fetched six times with requests bounded
 by ``kafka.default.api.timeout.ms`` (1 s here instead of 30 s) and ``fetchOffset.numRetries=0``: the long planning
 outage cuts off the bounds requests (``ListOffsets`` for every partition: the partitions' leader unreachable while
-the rest of the cluster answers) for 20 s, longer than those attempts. A long commit outage is not run: the committer's six attempts of 30 s requests (each
-after a committed-offsets fetch with its own six) take over 15 minutes, with no option to shorten them.
+the rest of the cluster answers) for 20 s, longer than those attempts. A long commit outage is not run: the
+committer's six attempts, each after a committed-offsets fetch with its own six, take minutes even with short
+requests.
 """
 
 from __future__ import annotations
