@@ -22,10 +22,12 @@ demo: venv
 test: deps
 	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q --durations=60
 
-# Every maintained PySpark 4 line, one virtual environment each (.venv-4.0 ... .venv-4.3), running the unit tests
-# and the contract suites (stores, backends, the shared stream scenarios); `make test` runs everything on the newest.
+# Every maintained PySpark 4 line, one virtual environment each (.venv-4.0 ... .venv-4.3), running the unit tests,
+# the contract suites (stores, backends, the shared stream scenarios) and the driver log's note on capped one-batch
+# AvailableNow runs (4.0/4.1); `make test` runs everything on the newest.
 SPARK_LINES := 4.0.5 4.1.4 4.2.1 4.3.0
-MATRIX_TESTS ?= tests/unit tests/contract
+LINE_TESTS := tests/unit tests/contract tests/yt/test_available_now_note.py
+MATRIX_TESTS ?= $(LINE_TESTS)
 
 .venv-%/.installed: pyproject.toml
 	$(PYTHON) -m venv .venv-$*
@@ -44,7 +46,7 @@ test-matrix: $(foreach line,$(SPARK_LINES),test-line-$(basename $(line)))
 
 # The oldest line only: what CI runs beside `make test` (the newest line, whole suite). The outage scenarios of the
 # stream contract (minutes of real outages) run on the newest line only, for CI's time.
-test-oldest: MATRIX_TESTS = tests/unit tests/contract --ignore=tests/contract/streams/test_yt_outages.py \
+test-oldest: MATRIX_TESTS = $(LINE_TESTS) --ignore=tests/contract/streams/test_yt_outages.py \
 	--ignore=tests/contract/streams/test_kafka_outages.py
 test-oldest: test-line-$(basename $(firstword $(SPARK_LINES)))
 

@@ -179,7 +179,7 @@ class YtQueueDataSource(DataSource):
                     errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "simpleStreamReader"}
                 )
             planner = built
-        return DriverStreamReader(planner)
+        return compat.simple_stream_reader(DriverStreamReader(planner))  # 4.0/4.1: noting capped one-batch runs
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A bounded batch reader (``startingOffsets`` earliest, ``endingOffsets`` latest by default)."""

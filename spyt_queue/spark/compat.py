@@ -15,7 +15,8 @@ limit)``, ``getDefaultReadLimit``, the ``ReadLimit`` classes and ``SupportsTrigg
 * :func:`stream_reader` is the one place that picks the reader Spark talks to: the reader itself on 4.2+, or on
   4.0/4.1 a :class:`StartTrackingReader` that knows where the next batch starts the way PySpark 4.0's own
   ``_SimpleStreamReaderWrapper`` (``pyspark/sql/datasource_internal.py``) does, and plans it with the reader's
-  default limit, so the caps hold on every line.
+  default limit, so the caps hold on every line. :func:`simple_stream_reader` is the same choice for
+  ``read_mode=driver`` (Spark passes that path its start on every line; 4.0/4.1 get the note below).
 
 Trigger.AvailableNow on 4.0/4.1: the JVM's ``PythonMicroBatchStream`` is not ``SupportsTriggerAvailableNow``, so
 ``MicroBatchExecution.getTrigger`` runs the query as a single batch (logging "does not support
@@ -23,7 +24,8 @@ Trigger.AvailableNow. Falling back to single batch execution"), or, with the int
 ``spark.sql.streaming.triggerAvailableNowWrapper.enabled``, wraps the source in ``AvailableNowMicroBatchStreamWrapper``,
 whose ``prepareForTriggerAvailableNow`` keeps the first ``latestOffset()`` answer as the whole run's target. Spark
 tells a Python source neither, so a capped first answer would end such a run early: :class:`StartTrackingReader`
-says so in one line (see :data:`AVAILABLE_NOW_NOTE`) whenever it plans a batch that leaves rows behind.
+and :class:`CapNotingDriverReader` say so in one line (:data:`AVAILABLE_NOW_NOTE`, once per run) when they plan a
+batch that leaves rows behind.
 """
 
 from __future__ import annotations
@@ -37,12 +39,20 @@ from typing import Any
 
 import pyarrow as pa
 import pyspark
-from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamReader, DataSourceStreamWriter, InputPartition
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    InputPartition,
+    SimpleDataSourceStreamReader,
+)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 #: A :class:`~spyt_queue.spark.stream_reader.QueueStreamReader` (not imported: that module imports this one).
 QueueStreamReader = Any
+#: A :class:`~spyt_queue.spark.driver_reader.DriverStreamReader` (not imported, for the same reason).
+DriverReader = Any
 
 log = logging.getLogger("spyt_queue.compat")
 
@@ -119,9 +129,44 @@ def stream_reader(reader: QueueStreamReader) -> DataSourceStreamReader:
     return reader if HAS_READ_LIMITS else StartTrackingReader(reader)
 
 
+def simple_stream_reader(reader: DriverReader) -> SimpleDataSourceStreamReader:
+    """The ``read_mode=driver`` reader Spark talks to: ``reader`` itself on PySpark 4.2+, on 4.0/4.1 a
+    :class:`CapNotingDriverReader` (Spark gives that path its start on every line, but runs AvailableNow as one
+    batch on 4.0/4.1 as it does on the other path)."""
+    return reader if HAS_READ_LIMITS else CapNotingDriverReader(reader)
+
+
 def _same(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
     """Offsets compared as Spark compares them: as JSON text."""
     return json.dumps(a) == json.dumps(b)
+
+
+class CapNote:
+    """:data:`AVAILABLE_NOW_NOTE`, logged at most once per run, for the first planned batch that leaves rows."""
+
+    def __init__(self) -> None:
+        self.noted = False
+
+    def __call__(self, planner: QueueStreamReader, end: dict[str, Any]) -> None:
+        """Log the note if the batch ending at ``end`` (just planned by ``planner``) left rows behind."""
+        if self.noted:
+            return
+        bounds = planner._last_bounds or {}
+        planned = planner._parse(end).positions
+        left = sum(max(0, b.upper - planned.get(key, b.upper)) for key, b in bounds.items())
+        if left <= 0:
+            return
+        settings = planner.settings
+        caps = ", ".join(
+            f"{name}={value}"
+            for name, value in (
+                ("max_rows_per_partition", settings.max_rows_per_partition),
+                ("maxOffsetsPerTrigger", settings.max_rows_per_trigger),
+            )
+            if value
+        )
+        self.noted = True
+        log.warning(AVAILABLE_NOW_NOTE.format(version=pyspark.__version__, caps=caps or "none", left=left))
 
 
 class StartTrackingReader(DataSourceStreamReader):
@@ -140,7 +185,7 @@ class StartTrackingReader(DataSourceStreamReader):
     def __init__(self, reader: QueueStreamReader) -> None:
         self.reader = reader
         self.current: dict[str, Any] | None = None
-        self._noted = False
+        self._note = CapNote()
 
     def initialOffset(self) -> dict[str, Any]:
         """:meth:`QueueStreamReader.initialOffset`."""
@@ -153,30 +198,9 @@ class StartTrackingReader(DataSourceStreamReader):
         start = self.current
         end = self.reader.latestOffset(start, self.reader.getDefaultReadLimit())
         if not _same(end, start):
-            self._note_capped(end)
+            self._note(self.reader, end)
         self.current = end
         return end
-
-    def _note_capped(self, end: dict[str, Any]) -> None:
-        """Log :data:`AVAILABLE_NOW_NOTE` once per run when this batch leaves rows behind."""
-        if self._noted:
-            return
-        bounds = self.reader._last_bounds or {}
-        planned = self.reader._parse(end).positions
-        left = sum(max(0, b.upper - planned.get(key, b.upper)) for key, b in bounds.items())
-        if left <= 0:
-            return
-        settings = self.reader.settings
-        caps = ", ".join(
-            f"{name}={value}"
-            for name, value in (
-                ("max_rows_per_partition", settings.max_rows_per_partition),
-                ("maxOffsetsPerTrigger", settings.max_rows_per_trigger),
-            )
-            if value
-        )
-        self._noted = True
-        log.warning(AVAILABLE_NOW_NOTE.format(version=pyspark.__version__, caps=caps or "none", left=left))
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         """:meth:`QueueStreamReader.partitions`; after a restart, the first call's ``end`` is where reading resumes."""
@@ -196,6 +220,39 @@ class StartTrackingReader(DataSourceStreamReader):
 
     def stop(self) -> None:
         """:meth:`QueueStreamReader.stop`."""
+        self.reader.stop()
+
+
+class CapNotingDriverReader(SimpleDataSourceStreamReader):
+    """A ``read_mode=driver`` :class:`~spyt_queue.spark.driver_reader.DriverStreamReader` on PySpark 4.0/4.1: the
+    same reads and commits, plus :class:`CapNote` for a batch that leaves rows behind (AvailableNow is one batch
+    there too)."""
+
+    def __init__(self, reader: DriverReader) -> None:
+        self.reader = reader
+        self._note = CapNote()
+
+    def initialOffset(self) -> dict[str, Any]:
+        """:meth:`DriverStreamReader.initialOffset`."""
+        return self.reader.initialOffset()
+
+    def read(self, start: dict[str, Any]) -> tuple[Iterator[Any], dict[str, Any]]:
+        """:meth:`DriverStreamReader.read`, noting a batch that leaves rows behind."""
+        rows, end = self.reader.read(start)
+        if not _same(end, start):
+            self._note(self.reader.planner, end)
+        return rows, end
+
+    def readBetweenOffsets(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
+        """:meth:`DriverStreamReader.readBetweenOffsets`."""
+        return self.reader.readBetweenOffsets(start, end)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """:meth:`DriverStreamReader.commit`."""
+        self.reader.commit(end)
+
+    def stop(self) -> None:
+        """:meth:`DriverStreamReader.stop`."""
         self.reader.stop()
 
 

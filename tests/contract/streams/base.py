@@ -158,6 +158,35 @@ class StreamScenarios:
         assert log.sink_ids() == first + second
         assert log.committed() == log.ends() == {0: 40, 1: 40}
 
+    def test_available_now_with_caps_reads_the_backlog_in_capped_batches_or_one_per_run(
+        self, spark, log: StreamLog
+    ) -> None:
+        """``Trigger.AvailableNow`` itself (not :func:`~tests.queries.run_to_end`'s stand-in), as the README's PySpark
+        table says: on 4.2+ one run reads the whole backlog in batches within ``max_rows_per_partition`` and commits
+        it. On 4.0/4.1 Spark falls back to one batch per run: each run reads one capped batch and commits the batch
+        of the run before (the store stays one batch behind), until a run that finds nothing new commits the last;
+        nothing lost, nothing read twice."""
+        ids = log.produce(40)
+
+        def run() -> list[int]:
+            query = log.start(spark, {"availableNow": True}, max_rows_per_partition=5)
+            query.awaitTermination(180)  # raises what the run failed with
+            assert not query.isActive, "the AvailableNow run did not end"
+            return [p["numInputRows"] for p in batches(query)]
+
+        if HAS_READ_LIMITS:
+            assert run() == [10, 10, 10, 10]
+        else:
+            for n in range(1, 5):
+                assert run() == [10], f"run {n}"
+                sink = log.sink_ids()
+                assert len(sink) == len(set(sink)) == 10 * n and set(sink) <= set(ids), f"run {n}: {sink}"
+                behind = {k: v for k, v in log.committed().items() if v}
+                assert behind == ({0: 5 * (n - 1), 1: 5 * (n - 1)} if n > 1 else {}), f"run {n}"
+            assert run() == [], "a run with nothing new reads nothing"
+        assert log.sink_ids() == ids
+        assert log.committed() == log.ends() == {0: 20, 1: 20}
+
     def test_restart_without_checkpoint_resumes_from_the_store(self, spark, log: StreamLog) -> None:
         """With the checkpoint deleted, the store is the truth: nothing lost, nothing read twice."""
         first = log.produce(30)

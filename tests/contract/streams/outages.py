@@ -37,8 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from integration.fault_proxy import FaultProxy
+from spyt_queue.spark.compat import HAS_READ_LIMITS
 from tests.contract.streams.base import batches
+from tests.queries import run_to_end
 
 #: Rows per scenario (half of them before a continuous query starts), spread over the two partitions, read in
 #: batches of at most ``CAP`` rows per partition: an AvailableNow run takes three batches, so an outage armed after
@@ -150,6 +154,16 @@ class OutageScenarios:
     OUTAGE_CASES: tuple[Case, ...] = ()
 
     # -- AvailableNow -----------------------------------------------------------------------------------------
+    @pytest.fixture(autouse=True)
+    def _available_now_runs_a_backlog(self, request: pytest.FixtureRequest) -> None:
+        """The AvailableNow scenarios cut a run off in the middle of its backlog: PySpark 4.0/4.1 run AvailableNow
+        for a Python source as one batch (``tests/contract/streams/base.py`` pins that), so there is no middle."""
+        if request.function.__name__.endswith("_available_now") and not HAS_READ_LIMITS:
+            pytest.skip(
+                "PySpark < 4.2 runs Trigger.AvailableNow for Python sources as one batch: no backlog to cut off; "
+                "the continuous scenarios cover outages on this line"
+            )
+
     def test_planning_outage_available_now(self, spark, log: OutageLog, case: Case) -> None:
         """Bounds unreachable in the middle of an AvailableNow backlog. Short: retried, the run reads everything.
         Long (bug 2): the run must fail with ``UnreachableError`` naming the source and ``fetchOffset.numRetries`` /
@@ -289,9 +303,8 @@ class OutageScenarios:
         error = error_text(query)
         if error:
             assert NAMED.search(error), f"the query failed without a named spyt-queue error: {error}"
-            restart = log.start(spark, {"availableNow": True}, **self.options)
-            assert ended(restart, TIMEOUT), "the restart did not end"
-            assert restart.exception() is None, f"the restart from the checkpoint failed: {restart.exception()}"
+            # AvailableNow from the checkpoint (on PySpark 4.0/4.1, where that is one batch: its stand-in)
+            run_to_end(lambda trigger: log.start(spark, trigger, **self.options), timeout=TIMEOUT)
         assert log.sink_ids() == self.produced, "not every row reached the sink exactly once"
         assert log.committed() == log.ends()
 
