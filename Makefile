@@ -63,6 +63,7 @@ bench: deps
 	$(PY) bench/bench_kudu_sink.py
 	$(PY) bench/bench_hbase_sink.py
 	$(PY) bench/memory.py
+	$(PY) bench/bench_worker_startup.py
 
 # The long chaos run (kills, restarts, exactly-once check); CHAOS_ARGS="--kills 20 --rows 1000000 --seconds 600".
 chaos: deps
