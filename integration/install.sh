@@ -132,6 +132,8 @@ resolve() {
 
 # smoke DIR CMD...: what CMD prints (a version), run once per resolved set: kept in DIR/.smoke with the stamp, so a
 # no-op rerun starts no JVM for it (resolving the set again replaces DIR, and with it the kept answer).
+# Callers keep the first line with `sed -n 1p`, never `head -n1`: head closes the pipe early, smoke's printf then
+# fails with EPIPE, and under pipefail the whole check fails now and then.
 smoke() {
   local dir="$1"; shift
   local kept="$dir/.smoke" out
@@ -215,7 +217,7 @@ if [ "$WANT_HBASE" = 1 ]; then
   for jar in "hbase-server-$HBASE_VERSION" "hbase-thrift-$HBASE_VERSION" hbase-zookeeper- zookeeper-3 reload4j-; do
     compgen -G "$HB/$jar*.jar" >/dev/null || die "$jar*.jar missing from $HB (run with --force)"
   done
-  HB_V="$(smoke "$HB" "$JAVA" -Xmx128m -cp "$HB/*" org.apache.hadoop.hbase.util.VersionInfo | head -n1)" \
+  HB_V="$(smoke "$HB" "$JAVA" -Xmx128m -cp "$HB/*" org.apache.hadoop.hbase.util.VersionInfo | sed -n 1p)" \
     || die "the HBase jars do not run (java -cp ... VersionInfo failed; log: $LOG)"
   say "done: ${HB_V:-HBase $HBASE_VERSION} ready; start it with: python -m integration.hbase --port 9090"
 fi
@@ -231,7 +233,7 @@ if [ "$WANT_HDFS" = 1 ]; then
              "hadoop-client-runtime-$HADOOP_VERSION" junit-jupiter-api- reload4j-; do
     compgen -G "$HD/$jar*.jar" >/dev/null || die "$jar*.jar missing from $HD (run with --force)"
   done
-  HD_V="$(smoke "$HD" "$JAVA" -Xmx128m -cp "$HD/*" org.apache.hadoop.util.VersionInfo | head -n1)" \
+  HD_V="$(smoke "$HD" "$JAVA" -Xmx128m -cp "$HD/*" org.apache.hadoop.util.VersionInfo | sed -n 1p)" \
     || die "the Hadoop jars do not run (java -cp ... VersionInfo failed; log: $LOG)"
   say "done: ${HD_V:-Hadoop $HADOOP_VERSION} HDFS minicluster ready; start one with: python -m integration.hdfs --port 8020"
 fi
