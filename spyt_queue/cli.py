@@ -39,14 +39,10 @@ STORE_ANSWER_TIMEOUT_S = 10.0
 CLIENT_LOGGERS = ("kazoo", "thrift", "happybase", "spyt_queue.kafka.librdkafka", "jpype")
 #: What each endpoint is, its default port, and what to do when it cannot be reached.
 ENDPOINTS: dict[str, tuple[str, int, str]] = {
-    "kafka": ("Kafka", 9092, "is the broker running? (a local one: python -m integration.kafka_broker --port 9092)"),
-    "zookeeper": ("ZooKeeper", 2181, "is it running? (a local one: python -m integration.zookeeper --port 2181)"),
-    "kudu": ("the Kudu master", 7051, "is it running? (a local one: python -m integration.kudu --port 7051)"),
-    "hbase": (
-        "the HBase Thrift gateway",
-        9090,
-        "is it running? (a local one: python -m integration.hbase --port 9090)",
-    ),
+    "kafka": ("Kafka", 9092, "is the broker running? (a local one: docs/kafka.md, 'A local broker')"),
+    "zookeeper": ("ZooKeeper", 2181, "is it running? (a local one: docs/offset-stores.md, 'ZooKeeper')"),
+    "kudu": ("the Kudu master", 7051, "is it running? (a local one: docs/kudu.md, 'The kudu:// offset store')"),
+    "hbase": ("the HBase Thrift gateway", 9090, "is it running? (a local one: docs/hbase.md, 'A local HBase')"),
 }
 
 
