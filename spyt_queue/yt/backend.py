@@ -23,7 +23,7 @@ from yt.wrapper import YsonFormat, YtClient
 from yt.wrapper.errors import YtResponseError
 
 from spyt_queue.backend import BatchJournal, DataLossHandler, PartitionBounds, QueueBackend
-from spyt_queue.errors import OptionError, SpytQueueError, UnreachableError
+from spyt_queue.errors import OptionError, SchemaMismatchError, SpytQueueError, UnreachableError
 from spyt_queue.stores.base import OffsetStore
 from spyt_queue.yt.arrow_rows import RowConverter
 from spyt_queue.yt.batch_journal import YtBatchJournal
@@ -114,6 +114,7 @@ class YtQueueBackend(QueueBackend):
         self.read_format = read_format
         self._dsv: DsvDecoder | None = None
         self._dsv_refused = False
+        self._known: frozenset[bytes] | None = None
         #: Pulls read per format in this process (``dsv``; ``yson``; ``dsv_redone``: DSV pulls re-read in YSON).
         self.pull_counts: dict[str, int] = {"dsv": 0, "yson": 0, "dsv_redone": 0}
 
@@ -308,6 +309,10 @@ class YtQueueBackend(QueueBackend):
         rows = self._pull(tablet, offset, count)
         if not rows:
             return Pull(range(0), lambda keep: self._empty_batch())
+        known = self._known_keys()
+        grown = [key for key in rows[-1] if key not in known and not key.startswith(b"$")]  # the last row: the newest
+        if grown:
+            raise self._grown(sorted(key.decode(errors="replace") for key in grown))
         first, last = rows[0][_ROW_INDEX], rows[-1][_ROW_INDEX]
         indexes: Sequence[int] = (
             range(first, last + 1) if last - first + 1 == len(rows) else [row[_ROW_INDEX] for row in rows]
@@ -326,6 +331,28 @@ class YtQueueBackend(QueueBackend):
             return Pull(range(0), lambda keep: self._empty_batch())
         indexes = row_index_sequence(row_indexes)
         return Pull(indexes, lambda keep: self._columns_batch(row_indexes[:keep], data.slice(0, keep), tablet))
+
+    def _known_keys(self) -> frozenset[bytes]:
+        """The keys a pulled YSON row may carry: the queue's columns when the query started, and system columns."""
+        if self._known is None:
+            self._known = frozenset(c.name.encode() for c in self.yt_schema.columns)
+        return self._known
+
+    def _check_not_grown(self) -> None:
+        """Fail when the queue has columns it did not have when the query started (a DSV pull names its columns, so
+        it would leave new ones out without a word): one ``get`` of the schema per range read in DSV."""
+        fresh = YtSchema.parse(self.client.get(f"{self.queue_path}/@schema"))
+        known = {c.name for c in self.yt_schema.columns}
+        grown = [c.name for c in fresh.columns if c.name not in known and not c.name.startswith("$")]
+        if grown:
+            raise self._grown(grown)
+
+    def _grown(self, columns: list[str]) -> SchemaMismatchError:
+        return SchemaMismatchError(
+            f"Queue {self.queue_path} gained column(s) {', '.join(map(repr, columns))} after this query started: Spark "
+            "fixes a streaming query's schema when it starts, so restart the query to read them (from its checkpoint: "
+            "nothing is lost or read twice)"
+        )
 
     def _row_converter(self) -> RowConverter:
         if self._converter is None:
@@ -351,6 +378,8 @@ class YtQueueBackend(QueueBackend):
         expected = start
         empty_pulls = 0
         columnar = self._use_dsv()
+        if columnar and not self._dsv_refused:
+            self._check_not_grown()
         while expected < end:
             want = min(end - expected, self.pull_batch_rows)
             pull = self._dsv_pull(tablet, expected, want) if columnar and not self._dsv_refused else None
