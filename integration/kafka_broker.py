@@ -65,6 +65,7 @@ __all__ = [
     "kafka_tool_command",
     "missing_requirements",
     "spark_kafka_jars",
+    "spark_kafka_line",
 ]
 
 #: Must match ``kafka.version`` in integration/pom.xml.
@@ -104,10 +105,34 @@ def kafka_classpath(libs_dir: Path | str | None = None) -> list[Path]:
     return KafkaBroker.classpath(libs_dir)
 
 
-def spark_kafka_jars(libs_dir: Path | str | None = None) -> list[str]:
-    """Jars to add to ``spark.jars`` for Spark's own JVM Kafka source (``format("kafka")``), or []."""
+def spark_kafka_jars(libs_dir: Path | str | None = None, for_spark: str | None = None) -> list[str]:
+    """Jars to add to ``spark.jars`` for Spark's own JVM Kafka source (``format("kafka")``), or [].
+
+    With ``for_spark`` (a PySpark version), also [] when the jars were built for a newer Spark line
+    (:func:`spark_kafka_line`): 4.2's source needs classes PySpark 4.0 lacks
+    (``org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode``), and on the classpath it fails every
+    data source lookup of the session, ``format("ytqueue")`` included."""
     libs = Path(libs_dir) if libs_dir else SPARK_KAFKA_LIBS_DIR
-    return [str(p) for p in sorted(libs.glob("*.jar"))] if libs.is_dir() else []
+    jars = [str(p) for p in sorted(libs.glob("*.jar"))] if libs.is_dir() else []
+    built_for = spark_kafka_line(libs)
+    if for_spark is not None and built_for is not None and _line(for_spark) < built_for:
+        return []
+    return jars
+
+
+def _line(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def spark_kafka_line(libs_dir: Path | str | None = None) -> tuple[int, int] | None:
+    """The Spark line (``(4, 2)``) of the installed ``spark-sql-kafka-0-10`` jar, from its name; None without one."""
+    libs = Path(libs_dir) if libs_dir else SPARK_KAFKA_LIBS_DIR
+    for jar in sorted(libs.glob("spark-sql-kafka-0-10_*.jar")) if libs.is_dir() else []:
+        match = re.search(r"-(\d+\.\d+)\.\d+\.jar$", jar.name)
+        if match:
+            return _line(match.group(1))
+    return None
 
 
 def missing_requirements(libs_dir: Path | str | None = None) -> str | None:
@@ -408,6 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     banner = f"Starting Apache Kafka {KAFKA_VERSION} (KRaft, single node) ..."
+
     def on_ready() -> None:
         if topics:
             create_topics(broker.bootstrap_servers, topics)

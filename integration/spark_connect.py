@@ -1,6 +1,7 @@
 """A real Spark Connect server on loopback for tests and local use, started from the installed PySpark.
 
-PySpark 4 ships the server (``jars/spark-connect_2.13-*.jar``) and its launcher (``sbin/start-connect-server.sh``).
+PySpark 4 ships the server (``jars/spark-connect_2.13-*.jar``) and, from 4.3 on PyPI, its launcher
+(``sbin/start-connect-server.sh``; on 4.0-4.2 ``bin/spark-submit`` of the server's class, what that script runs).
 This runs that launcher in the foreground (``--wait``) as a child process in its own process group, bound to
 127.0.0.1 on a free port, with a ``local[N]`` master by default, its log, Spark scratch space, warehouse and the
 launcher's pid file in a temporary directory that ``stop()`` removes. The server's driver Python
@@ -79,23 +80,32 @@ class SparkConnectError(JavaServerError):
     """The server failed to start or died."""
 
 
+#: The server's main class (what ``sbin/start-connect-server.sh`` submits).
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
 def spark_home() -> Path | None:
-    """The installed PySpark's directory when it holds the Connect launcher and server jar, else None."""
+    """The installed PySpark's directory when it holds the Connect server jar and a way to launch it (its
+    ``sbin/start-connect-server.sh``, or ``bin/spark-submit``: PySpark 4.0 to 4.2 on PyPI ship the jar without the
+    script), else None."""
     try:
         import pyspark
     except ImportError:
         return None
     home = Path(pyspark.__file__).resolve().parent
-    launcher = home / "sbin" / "start-connect-server.sh"
-    return home if launcher.is_file() and any((home / "jars").glob("spark-connect_*.jar")) else None
+    launchers = (home / "sbin" / "start-connect-server.sh", home / "bin" / "spark-submit")
+    return home if any(p.is_file() for p in launchers) and any((home / "jars").glob("spark-connect_*.jar")) else None
 
 
 def client_requirements() -> str | None:
     """Why a Spark Connect client cannot run in this interpreter (a missing package and its install), or None."""
     try:
+        import inspect
+
         from pyspark.sql.connect.utils import check_dependencies
 
-        check_dependencies()
+        # PySpark 4.0 names the importing module (any but "__main__" checks the packages); 4.1+ takes nothing
+        check_dependencies(*(["spyt"] if inspect.signature(check_dependencies).parameters else []))
     except Exception as error:  # ImportError, PySparkImportError: which package, at what version
         return f"the Spark Connect client's packages are missing ({error}); {CLIENT_INSTALL_HINT}"
     return None
@@ -197,8 +207,12 @@ class SparkConnectServer(JavaServer):
             }
         )
         confs = [arg for key, value in settings.items() for arg in ("--conf", f"{key}={value}")]
-        launcher = str(home / "sbin" / "start-connect-server.sh")
-        return [launcher, "--wait", "--master", self.master, "--driver-memory", self.heap, *confs]
+        options = ["--master", self.master, "--driver-memory", self.heap, *confs]
+        launcher = home / "sbin" / "start-connect-server.sh"
+        if launcher.is_file():
+            return [str(launcher), "--wait", *options]
+        # what that script runs, in the foreground (spark-submit takes the server's class as an internal resource)
+        return [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", self.NAME, *options]
 
     def _environment(self) -> dict[str, str | None]:
         """``env=`` (secrets such as ``YT_TOKEN`` included: they reach the process, never a file or a command line)

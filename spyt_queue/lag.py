@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,17 @@ class PartitionLag:
         return max(0, self.upper - start)
 
 
+def _offset(value: Any) -> Any:
+    """An offset of a query progress as a mapping: Spark's JSON text, or the ``str()`` of a dict that PySpark 4.0's
+    ``SourceProgress`` holds instead (``{'partitions': ...}``: Python's quotes, no JSON)."""
+    if not isinstance(value, str) or not value:
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return ast.literal_eval(value)
+
+
 def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) -> dict[str, int]:
     """Rows behind per partition for one source of ``query.lastProgress``: ``latestOffset - endOffset``.
 
@@ -40,10 +52,7 @@ def lag_from_progress(progress: Mapping[str, Any] | Any, source_index: int = 0) 
         progress = json.loads(progress.json) if hasattr(progress, "json") else dict(progress)
     source = progress["sources"][source_index]
     latest, end = source.get("latestOffset"), source.get("endOffset")
-    if isinstance(latest, str):
-        latest = json.loads(latest)
-    if isinstance(end, str):
-        end = json.loads(end)
+    latest, end = _offset(latest), _offset(end)
     if not latest and isinstance(end, Mapping) and end.get(LATEST_ENDS):
         latest = {"partitions": end[LATEST_ENDS]}
     if not latest or not end:
@@ -72,7 +81,7 @@ def spark_offsets(offset: Mapping[str, Any] | str) -> dict[str, dict[str, int]]:
     form of Spark's Kafka source, ``{"topic": {"0": 5}}``: partition ``topic:0`` is topic ``topic``, partition 0. A YT
     queue's tablets have no topic: they come under the queue's path (``{"//home/q": {"0": 5}}``)."""
     if isinstance(offset, str):
-        offset = json.loads(offset)
+        offset = _offset(offset)
     source = str(offset.get("source", ""))
     queue = source.partition(":")[2].partition("#")[0] if source.startswith("yt:") else source
     nested: dict[str, dict[str, int]] = {}

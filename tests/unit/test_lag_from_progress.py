@@ -50,3 +50,11 @@ def test_spark_offsets_nest_partitions_under_their_topic_or_queue() -> None:
     assert spark_offsets(kafka) == {"a": {"0": 5, "2": 3, "10": 1}, "b": {"0": 7}}
     yt = {"version": 1, "source": "yt://home/q#1-2-3-4", "partitions": {"0": 4, "1": 9}}
     assert spark_offsets(json.dumps(yt)) == {"//home/q": {"0": 4, "1": 9}}
+
+
+def test_offsets_held_as_the_str_of_a_dict_as_pyspark_4_0_holds_them() -> None:
+    """PySpark 4.0's ``SourceProgress`` keeps ``endOffset``/``latestOffset`` as ``str()`` of a dict (not JSON)."""
+    progress = {
+        "sources": [{"endOffset": str({"partitions": {"0": 3}}), "latestOffset": str({"partitions": {"0": 9}})}]
+    }
+    assert lag_from_progress(progress) == {"0": 6}
