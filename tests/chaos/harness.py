@@ -145,7 +145,7 @@ class ChaosConfig:
     max_rows_per_partition: int = 400
     trigger_ms: int = 2000
     max_pause_s: float = 3.0
-    progress_timeout_s: float = 240.0
+    progress_timeout_s: float = 420.0  # a restarted query may need several tries at a new Python worker (fixed 10 s each)
     #: Seconds the queries get to catch up with the source once the producer stopped.
     drain_timeout_s: float = 600.0
     max_query_restarts: int = 200
@@ -637,7 +637,16 @@ class ChaosRun:
                 for placeholder, path in names.items():
                     value = value.replace(placeholder, path)
                 writer[key] = value
-            reader = {"max_rows_per_partition": str(self.config.max_rows_per_partition), **pipeline.reader}
+            # A killed server is back within a few seconds: the queries wait for it (fetchOffset.* as users of a
+            # flaky cluster set them) instead of failing and being restarted, which needs new Python workers, and
+            # those may not connect back in Spark's fixed 10 s on this loaded machine. A restart is still what ends
+            # the driver kills; the outage scenarios test the failing side.
+            reader = {
+                "max_rows_per_partition": str(self.config.max_rows_per_partition),
+                "fetchOffset.numRetries": "60",
+                "fetchOffset.retryIntervalMs": "1000",
+                **pipeline.reader,
+            }
             load: str | None = QUEUE
             if pipeline.source == "kafka":
                 assert self.servers.kafka is not None
