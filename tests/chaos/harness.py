@@ -145,7 +145,8 @@ class ChaosConfig:
     max_rows_per_partition: int = 400
     trigger_ms: int = 2000
     max_pause_s: float = 3.0
-    progress_timeout_s: float = 420.0  # a restarted query may need several tries at a new Python worker (fixed 10 s each)
+    #: Seconds a pipeline gets to commit after an event (a restarted query may need several new Python workers).
+    progress_timeout_s: float = 420.0
     #: Seconds the queries get to catch up with the source once the producer stopped.
     drain_timeout_s: float = 600.0
     max_query_restarts: int = 200
