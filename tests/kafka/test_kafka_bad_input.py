@@ -125,4 +125,7 @@ def test_librdkafka_log_lines_stay_off_the_console(capfd) -> None:
             producer.flush(3)
             raise RuntimeError("not delivered")  # evicts the producer from the pool
     err = capfd.readouterr().err
-    assert "Connect to" not in err and "%3|" not in err, err[:500]
+    # Only this test's clients are checked: clients of earlier tests (test helpers' own, which log to stderr by
+    # librdkafka's default) may still be reconnecting to servers those tests stopped.
+    ours = [line for line in err.splitlines() if servers in line or f":{servers.rpartition(':')[2]}/" in line]
+    assert ours == [], "\n".join(ours)[:500]
