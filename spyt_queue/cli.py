@@ -99,11 +99,22 @@ class _Group(TyperGroup):
 _LEFT_BEHIND = threading.Event()
 
 
+def _jvm_started() -> bool:
+    """Whether this process started a JVM (the Kudu client, under JPype): its threads make the interpreter's normal
+    shutdown abort now and then (``FATAL: exception not rethrown``), even when no call was left blocked."""
+    jpype = sys.modules.get("jpype")
+    try:
+        return bool(jpype is not None and jpype.isJVMStarted())
+    except Exception:  # a JPype without the call: no JVM of ours to worry about
+        return False
+
+
 def _exit(code: int) -> None:
     """End the command with ``code``. After :func:`_within` left a thread blocked inside a native client (the Kudu
     Java client, under JPype), the interpreter's shutdown would tear that thread down mid-call and abort the process
-    (``FATAL: exception not rethrown``, SIGABRT): then the output is flushed and the process ends at once."""
-    if _LEFT_BEHIND.is_set():
+    (``FATAL: exception not rethrown``, SIGABRT), and a started JVM's threads make it abort now and then too: in
+    either case the output is flushed and the process ends at once."""
+    if _LEFT_BEHIND.is_set() or _jvm_started():
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
