@@ -22,18 +22,12 @@ import time
 from collections.abc import Mapping
 
 from spyt_queue.errors import CommitError, ConsumerConflictError
+from spyt_queue.errors import error_text as _text
 from spyt_queue.offsets import sorted_partitions
 from spyt_queue.stores.base import OffsetStore
 
 log = logging.getLogger("spyt_queue.commit")
 
-
-def _text(error: BaseException) -> str:
-    """``error`` for a message: its type always, since some clients raise errors without text (kazoo's
-    ``NoAuthError()``, ``KazooTimeoutError()``)."""
-    text = str(error)
-    name = type(error).__name__
-    return f"{name}: {text}" if text and name not in text else text or name
 
 
 class Committer:

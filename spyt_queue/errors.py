@@ -57,3 +57,11 @@ class ConsumerNotRegisteredError(SpytQueueError):
 class SourceUnavailableError(SpytQueueError):
     """A data source of spyt-queue cannot run in this Python environment: an extra is not installed or its module
     failed to import; the message names the format, what failed and the ``pip install`` that fixes it."""
+
+
+def error_text(error: BaseException) -> str:
+    """``error`` for a one-line message: its text with whitespace folded, and its type always named, since some
+    clients raise errors without text (kazoo's ``NoAuthError()``, ``KazooTimeoutError()``)."""
+    text = " ".join(str(error).split())
+    name = type(error).__name__
+    return f"{name}: {text}" if text and name not in text else text or name

@@ -27,6 +27,7 @@ from spyt_queue.errors import (
     SpytQueueError,
     UnreachableError,
 )
+from spyt_queue.errors import error_text as _text
 from spyt_queue.offsets import StreamOffset, new_writer_token
 from spyt_queue.planner import OffsetPlanner
 from spyt_queue.positions import resolve_positions
@@ -52,12 +53,6 @@ def _nothing_processed(offset: StreamOffset) -> bool:
     """Whether ``offset`` ends no processed row: an initial offset, or a batch 0 whose end is its start."""
     return offset.initial or (offset.batch_start is not None and dict(offset.batch_start) == dict(offset.positions))
 
-
-def _text(error: BaseException) -> str:
-    """``error`` in one line, its type always named."""
-    text = " ".join(str(error).split())
-    name = type(error).__name__
-    return f"{name}: {text}" if text and name not in text else text or name
 
 
 class QueueStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

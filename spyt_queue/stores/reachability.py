@@ -13,7 +13,7 @@ import socket
 import time
 
 from spyt_queue.errors import UnreachableError
-from spyt_queue.redaction import mask_uri
+from spyt_queue.redaction import mask_uri, split_uri
 from spyt_queue.stores.registry import SCHEMES, is_native
 
 #: How messages name the server of each store scheme.
@@ -26,10 +26,8 @@ RETRY_S = 0.5
 def endpoints(uri: str, default_port: int) -> list[tuple[str, int]]:
     """The ``(host, port)`` endpoints of ``scheme://[user[:password]@]host[:port][,host[:port]...][/path][?query]``
     (``default_port`` where none is given); empty when the URI names none."""
-    rest = uri.partition("://")[2]
-    rest = rest.partition("?")[0]
-    rest = rest[rest.rfind("@") + 1 :] if "@" in rest else rest
-    hosts = rest.partition("/")[0]
+    parts = split_uri(uri)
+    hosts = parts.hosts if parts is not None else ""
     found = []
     for host in filter(None, (h.strip() for h in hosts.split(","))):
         if host.startswith("["):  # [IPv6]:port
