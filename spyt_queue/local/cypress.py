@@ -13,7 +13,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids
+from spyt_queue.local import ids, value_paths
 from spyt_queue.local.errors import ALREADY_EXISTS, RESOLVE_ERROR, YtError, resolve_error
 from spyt_queue.local.schema import TableSchema
 from spyt_queue.local.ypath import join, split_path
@@ -233,11 +233,7 @@ class Cypress:
                 if node.type == "link" and not suppress and (follow_last or index < len(components) - 1):
                     node = self._follow(node, full_path, depth)
             elif node.type in ("list_node", "document"):
-                raise YtError(
-                    f"Cannot resolve into node {self._display(node)} of type {node.type}: "
-                    "the local server stores scalar and document values as a whole",
-                    code=RESOLVE_ERROR,
-                )
+                raise value_paths.IntoValue(node, [c.rstrip("&") for c in components[index:]], full_path)
             else:
                 rest = "/".join(components[index:])
                 raise resolve_error(full_path, f'Node {self._display(node)} cannot have children (unexpected "{rest}")')
@@ -299,6 +295,18 @@ class Cypress:
         followed (the last one only with ``follow_last``)."""
         components, attribute = split_path(path)
         return self._walk(components, path, follow_last or attribute is not None)
+
+    def value_target(self, path: str) -> value_paths.IntoValue | None:
+        """Where ``path`` goes below a list or document node: the node and the rest of the path (``None`` when
+        it names a node, or does not resolve)."""
+        components, _ = split_path(path)
+        try:
+            self._walk(components, path)
+        except value_paths.IntoValue as into:
+            return into
+        except YtError:
+            return None
+        return None
 
     def find(self, path: str) -> Node | None:
         """The node at ``path`` or ``None``."""
@@ -448,7 +456,12 @@ class Cypress:
     def get(self, path: str, attributes: list[str] | None = None) -> Any:
         """The ``get`` command value."""
         components, attribute = split_path(path)
-        node = self._walk(components, path)
+        try:
+            node = self._walk(components, path)
+        except value_paths.IntoValue as into:
+            if attribute is not None:
+                raise value_paths.refuse_attributes(into.node.path, into.rest) from None
+            return value_paths.get(into.node.sys.get("value"), into.rest, into.node.path, path)
         if attribute == [] and attributes is not None:  # get(path/@, attributes=[...]): only those
             available = self.attributes(node)
             return {name: available[name] for name in attributes if name in available}
@@ -494,6 +507,11 @@ class Cypress:
 
     def exists(self, path: str) -> bool:
         """The ``exists`` command value."""
+        into = self.value_target(path)
+        if into is not None:
+            if split_path(path)[1] is not None:
+                raise value_paths.refuse_attributes(into.node.path, into.rest)
+            return value_paths.exists(into.node.sys.get("value"), into.rest)
         try:
             self.get(path) if "/@" in path else self.resolve(path)
         except YtError as exc:
@@ -599,6 +617,12 @@ class Cypress:
             "DELETE FROM nodes WHERE path = ? OR path LIKE ? ESCAPE '\\'", (node.path, _like_prefix(node.path))
         )
         return removed_tables
+
+    def store_value(self, conn: sqlite3.Connection, node: Node, value: Any) -> None:
+        """Store a list or document node's new value (after a change below it)."""
+        node.sys["value"] = value
+        node.sys["modification_time"] = _now()
+        self.persist(conn, node)
 
     def set_attribute(
         self, conn: sqlite3.Connection, node: Node, attribute: list[str], value: Any, full_path: str

@@ -15,7 +15,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, ordered, sorted_tables, tablet_checks
+from spyt_queue.local import ids, ordered, sorted_tables, tablet_checks, value_paths
 from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value, parse_commit_ordering
 from spyt_queue.local.errors import (
     RESOLVE_ERROR,
@@ -444,13 +444,19 @@ class State:
         """``remove`` (a table's rows, chunks and registrations go with it)."""
         with self.lock:
             _, attribute = split_path(path)
+            into = self.cypress.value_target(path)
+            if into is not None and attribute is not None:
+                raise value_paths.refuse_attributes(into.node.path, into.rest)
             try:
-                node = self.cypress.resolve(path, follow_last=False)  # removing a link removes the link
+                node = None if into is not None else self.cypress.resolve(path, follow_last=False)  # a link itself
             except YtError as exc:
                 if force and exc.code == 500:
                     return
                 raise
             with self.storage.transaction() as conn:
+                if into is not None:
+                    self.cypress.store_value(conn, into.node, value_paths.remove_item(*_item_args(into), force))
+                    return
                 if attribute is not None:
                     self.cypress.remove_attribute(conn, node, attribute, path, force)
                     return
@@ -471,6 +477,17 @@ class State:
                 return
         with self.lock, self.storage.transaction() as conn:
             _, attribute = split_path(path)
+            into = self.cypress.value_target(path)
+            if into is not None:
+                if attribute is not None:
+                    raise value_paths.refuse_attributes(into.node.path, into.rest)
+                self.cypress.store_value(conn, into.node, value_paths.set_item(*_item_args(into, _plain(value))))
+                return
+            if not path.strip("/") and attribute is None:
+                # The root's type cannot change (test_invalid_cases); replacing it is not modelled.
+                if not force:
+                    raise YtError('"set" command without "force" flag is forbidden; use "force" flag to override')
+                raise YtError("Replacing the root node (set / with force) is not supported by ytqueue local")
             if attribute is not None:
                 node = self.cypress.resolve(path)
                 self.cypress.set_attribute(conn, node, attribute, value, path)
@@ -765,6 +782,11 @@ class State:
         for key_row in keys:
             key = sorted_tables.key_of(table.schema, key_row)
             yield sorted_tables.lookup(self.storage, node.id, key, ts)
+
+
+def _item_args(into: value_paths.IntoValue, *item: Any) -> tuple[Any, ...]:
+    """The arguments of ``value_paths.set_item``/``remove_item`` for a path below a list or document node."""
+    return (into.node.sys.get("value"), into.rest, *item, into.node.path, into.full_path)
 
 
 def _per_tablet_counts(name: str, values: Any, table: TableMeta, tablet_count: Any) -> list[int] | None:

@@ -8,8 +8,8 @@ Ported: ``TestCypress::test_remove`` (its attribute part: removing a user attrib
 attributes and keys with and without ``force``, a builtin attribute that cannot be removed), ``test_remove_nodes``
 (its node part: ``remove`` is recursive unless told otherwise), the link tests that need no transaction isolation
 (``test_link1`` .. ``test_link6``, ``test_link_existing_fail`` .. ``test_link_to_link``, ``test_cyclic_link``,
-``test_non_cyclic_link_to_link``, ``test_resolve_suppress_via_object_id_yt_6694``) and parts of
-``test_attributes`` and ``test_invalid_cases``. ``spyt_queue/local/README.md`` lists the file's status.
+``test_non_cyclic_link_to_link``, ``test_resolve_suppress_via_object_id_yt_6694``), ``test_list``, ``test_map``
+and parts of ``test_attributes`` and ``test_invalid_cases``. ``spyt_queue/local/README.md`` lists the file's status.
 
 Skipped: ``//tmp/@recursive_resource_usage`` (an accounting attribute this server does not model).
 """
@@ -309,3 +309,119 @@ def test_ampersand_on_a_plain_node_is_ignored() -> None:
     assert get("//tmp/l/n/@type") == "map_node"
     with raises_yt_error("cannot have children"):
         get("//tmp/l&/n")
+
+
+def test_invalid_cases_root_protection() -> None:
+    """The root-protection part of ``test_invalid_cases``: the root's type cannot change and it cannot be
+    removed."""
+    with raises_yt_error('"set" command without "force" flag is forbidden'):
+        set("/", [])
+    with raises_yt_error("Node / cannot be removed"):
+        remove("/")
+
+
+def test_list() -> None:
+    """``test_list`` (without its ``//sys/@config/cypress_manager/forbid_list_node_creation`` switch: list nodes
+    may be created here, the switch's default on a cluster's test environment)."""
+    set("//tmp/list", [1, 2, "some string"])
+    assert get("//tmp/list") == [1, 2, "some string"]
+
+    set("//tmp/list/end", 100)
+    assert get("//tmp/list") == [1, 2, "some string", 100]
+
+    set("//tmp/list/before:0", 200)
+    assert get("//tmp/list") == [200, 1, 2, "some string", 100]
+
+    set("//tmp/list/before:0", 500)
+    assert get("//tmp/list") == [500, 200, 1, 2, "some string", 100]
+
+    set("//tmp/list/after:2", 1000)
+    assert get("//tmp/list") == [500, 200, 1, 1000, 2, "some string", 100]
+
+    set("//tmp/list/3", 777)
+    assert get("//tmp/list") == [500, 200, 1, 777, 2, "some string", 100]
+
+    remove("//tmp/list/4")
+    assert get("//tmp/list") == [500, 200, 1, 777, "some string", 100]
+
+    remove("//tmp/list/4")
+    assert get("//tmp/list") == [500, 200, 1, 777, 100]
+
+    remove("//tmp/list/0")
+    assert get("//tmp/list") == [200, 1, 777, 100]
+
+    set("//tmp/list/end", "last")
+    assert get("//tmp/list") == [200, 1, 777, 100, "last"]
+
+    set("//tmp/list/before:0", "first")
+    assert get("//tmp/list") == ["first", 200, 1, 777, 100, "last"]
+
+    set("//tmp/list/begin", "very_first")
+    assert get("//tmp/list") == ["very_first", "first", 200, 1, 777, 100, "last"]
+
+    assert exists("//tmp/list/0")
+    assert exists("//tmp/list/6")
+    assert exists("//tmp/list/-1")
+    assert exists("//tmp/list/-7")
+    assert not exists("//tmp/list/42")
+    assert not exists("//tmp/list/-42")
+    with raises_yt_error("has no child with index"):
+        get("//tmp/list/42")
+    with raises_yt_error("has no child with index"):
+        get("//tmp/list/-42")
+
+
+def test_map() -> None:
+    """``test_map`` (list nodes allowed, as in ``test_list``)."""
+    set("//tmp/map", {"hello": "world", "list": [0, "a", {}], "n": 1})
+    assert get("//tmp/map") == {"hello": "world", "list": [0, "a", {}], "n": 1}
+
+    set("//tmp/map/hello", "not_world")
+    assert get("//tmp/map") == {"hello": "not_world", "list": [0, "a", {}], "n": 1}
+
+    set("//tmp/map/list/2/some", "value")
+    assert get("//tmp/map") == {
+        "hello": "not_world",
+        "list": [0, "a", {"some": "value"}],
+        "n": 1,
+    }
+
+    remove("//tmp/map/n")
+    assert get("//tmp/map") == {
+        "hello": "not_world",
+        "list": [0, "a", {"some": "value"}],
+    }
+
+    set("//tmp/map/list", [], force=True)
+    assert get("//tmp/map") == {"hello": "not_world", "list": []}
+
+    set("//tmp/map/list/end", {})
+    set("//tmp/map/list/0/a", 1)
+    assert get("//tmp/map") == {"hello": "not_world", "list": [{"a": 1}]}
+
+    set("//tmp/map/list/begin", {})
+    set("//tmp/map/list/0/b", 2)
+    assert get("//tmp/map") == {"hello": "not_world", "list": [{"b": 2}, {"a": 1}]}
+
+    remove("//tmp/map/hello")
+    assert get("//tmp/map") == {"list": [{"b": 2}, {"a": 1}]}
+
+    remove("//tmp/map/list")
+    assert get("//tmp/map") == {}
+
+    with raises_yt_error("has no child with key"):
+        set("//tmp/missing/node", {})
+
+    set("//tmp/missing/node", {}, recursive=True)
+    assert get("//tmp/missing") == {"node": {}}
+
+
+def test_list_items_with_attributes_are_refused_clearly() -> None:
+    """Not a YTsaurus test: a list's items are nodes with attributes of their own on a cluster; here a list is one
+    stored value, so their attributes are refused as unsupported, never answered differently."""
+    set("//tmp/list", [1, {"a": 2}])
+    assert get("//tmp/list/1/a") == 2
+    with raises_yt_error("not supported by ytqueue local"):
+        get("//tmp/list/0/@type")
+    with raises_yt_error("not supported by ytqueue local"):
+        set("//tmp/list/1/@x", 1)
