@@ -349,7 +349,7 @@ def _modify_rows(state: State, req: Request, delete: bool) -> Result:
     if atomicity != table_atomicity:  # the tablet node's check of every write request
         raise YtError(f'Invalid atomicity mode: "{atomicity}" instead of "{table_atomicity}"')
     if atomicity != "full":
-        raise YtError(f'Writes with atomicity "{atomicity}" are not supported by the local server')
+        raise YtError(f'Writes with atomicity "{atomicity}" are not supported by ytqueue local')
     convert_input_types(table.schema, rows, fmt.attributes)
     if table.ordered:
         if delete:
@@ -442,7 +442,7 @@ def _tablet_action(action: str) -> Callable[[State, Request], Result]:
 def _reshard_table(state: State, req: Request) -> Result:
     params = req.params
     if _bool(params, "enable_slicing"):  # pivots from chunk sizes: there are no chunk sizes here
-        raise YtError('reshard_table with "enable_slicing" is not supported by the local server')
+        raise YtError('reshard_table with "enable_slicing" is not supported by ytqueue local')
     tablets.reshard(
         state,
         _plain_path(params),
@@ -549,7 +549,7 @@ def _batch_part(state: State, part: Any, header_format: str) -> dict[str, Any]:
                 f'"{descriptor.output_type}"'
             )
         if descriptor.input_type == TABULAR:
-            raise YtError(f'Command "{name}" with tabular input in a batch is not supported by the local server')
+            raise YtError(f'Command "{name}" with tabular input in a batch is not supported by ytqueue local')
         params = dict(_get(part, "parameters") or {})
         body = b""
         if descriptor.input_type == STRUCTURED:
@@ -624,7 +624,7 @@ def _read_table(state: State, req: Request) -> Result:
     fmt = _output_format(params)
     path = _path(params)
     if path.attributes.get("ranges") or _get(params, "control_attributes"):
-        raise YtError("read_table ranges and control attributes are not supported by the local server")
+        raise YtError("read_table ranges and control attributes are not supported by ytqueue local")
     rows = static_tables.read_table(state, state.local_path(path))
     return Result(
         chunks=encode_row_stream(iter(rows), fmt),
@@ -638,7 +638,7 @@ def _alter_table(state: State, req: Request) -> Result:
     _master_tx_check(state, params)
     for name in ("schema_id", "upstream_replica_id", "schema_modification", "replication_progress"):
         if _get(params, name) is not None:
-            raise YtError(f'alter_table "{name}" is not supported by the local server (only "dynamic" and "schema")')
+            raise YtError(f'alter_table "{name}" is not supported by ytqueue local (only "dynamic" and "schema")')
     dynamic = _get(params, "dynamic")
     static_tables.alter_table(
         state, _plain_path(params), None if dynamic is None else _bool(params, "dynamic"), _get(params, "schema")

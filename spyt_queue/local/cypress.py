@@ -84,6 +84,12 @@ def parse_commit_ordering(value: Any) -> str:
     return str(text)
 
 
+def check_tablet_cell_bundle(value: Any) -> None:
+    """A tablet cell bundle must exist (``GetTabletCellBundleByNameOrThrow``); this server has only ``default``."""
+    if value != "default":
+        raise YtError(f'No such tablet cell bundle "{value}"', code=RESOLVE_ERROR)
+
+
 @dataclass
 class TableMeta:
     """Dynamic-table state of a ``table`` node."""
@@ -640,6 +646,8 @@ class Cypress:
             if name in READ_ONLY_ATTRIBUTES:
                 raise YtError(f'Builtin attribute "{name}" cannot be set', attributes={"path": full_path})
             if len(attribute) == 1:
+                if name == "tablet_cell_bundle":
+                    check_tablet_cell_bundle(value)
                 if name == "commit_ordering" and node.table is not None and node.table.dynamic:
                     value = parse_commit_ordering(value)
                     if any(t.state != "unmounted" for t in node.table.tablets):  # TTableNodeProxy::SetBuiltinAttribute

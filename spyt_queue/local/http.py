@@ -229,7 +229,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if not path.startswith("/api/v4/"):
                 if path.startswith("/api/v3/"):
-                    raise YtError("API v3 is not supported by the local server; use api/v4")
+                    raise YtError("API v3 is not supported by ytqueue local; use api/v4")
                 self._send_raw(404, b"Not found", "text/plain")
                 return
             name = path[len("/api/v4/") :]

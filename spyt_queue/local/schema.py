@@ -172,18 +172,18 @@ class TableSchema:
                         f"Key columns must form a prefix of schema; column {column.name!r} is out of order", code=314
                     )
                 if column.sort_order != "ascending":
-                    raise YtError(f"Sort order {column.sort_order!r} is not supported by the local server", code=314)
+                    raise YtError(f"Sort order {column.sort_order!r} is not supported by ytqueue local", code=314)
                 if column.composite:
                     raise YtError(
                         f"Key column {column.name!r} has a composite type; composite key columns are "
-                        "not supported by the local server",
+                        "not supported by ytqueue local",
                         code=314,
                     )
             else:
                 key_done = True
             if column.extra and "aggregate" in column.extra and any(c.sort_order for c in columns):
                 # An aggregate column only aggregates by key; ordered tables store its values as they come.
-                raise YtError(f"Aggregate column {column.name!r} is not supported by the local server", code=314)
+                raise YtError(f"Aggregate column {column.name!r} is not supported by ytqueue local", code=314)
             if column.name.startswith("$") and column.name not in SYSTEM_COLUMNS_ORDERED:
                 raise YtError(f"Column name {column.name!r} is reserved", code=314)
         strict = bool(attributes.get("strict", True))
@@ -386,9 +386,16 @@ def _parse_column(raw: dict[Any, Any]) -> Column:
                     )
                 ],
             )
-        raise YtError(f"Computed column {name!r} is not supported by the local server", code=314)
+        raise YtError(f"Computed column {name!r} is not supported by ytqueue local", code=314)
     if "aggregate" in extra and sort_order:
         raise YtError(f"Aggregate column {name!r} cannot be a key column", code=314)
+    if "lock" in extra:
+        # A cluster locks each lock group of a row apart (writes of different groups of one key do not conflict);
+        # rows have one lock here, so such a schema would answer conflicts differently.
+        raise YtError(
+            f'Lock group "{extra["lock"]}" of column {name!r}: lock groups are not supported by ytqueue local '
+            "(a row has one lock here)"
+        )
     return Column(
         name, type_name, bool(required), str(sort_order) if sort_order else None, extra or None, type_v3=logical
     )

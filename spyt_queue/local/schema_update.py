@@ -7,7 +7,7 @@ one of the same signedness, a required type to its optional), drop ``sort_order`
 changing ``strict``/``unique_keys`` from false to true, moving a key column, turning sorted into ordered or back
 are refused with YTsaurus's messages (316 ``Table schemas are incompatible`` wrapping the reason). Type changes
 YTsaurus accepts beyond those widenings (``CheckTypeCompatibility`` of composite types: new struct members,
-variant alternatives ...) are refused here with "not supported by the local server".
+variant alternatives ...) are refused here with "not supported by ytqueue local".
 
 Stored rows follow: a new column of an ordered table is written as null into every stored row (so pulls and
 ``select_rows`` return it as null, as a cluster's schemaful readers do); a new key column of a sorted table is
@@ -72,7 +72,7 @@ def validate_update(old: TableSchema, new: TableSchema, empty: bool) -> None:
     if old.sorted != new.sorted:
         if empty:
             raise YtError(
-                "Changing an empty dynamic table between sorted and ordered is not supported by the local server"
+                "Changing an empty dynamic table between sorted and ordered is not supported by ytqueue local"
             )
         raise _incompatible(old, new, "Cannot change dynamic table type from sorted to ordered or vice versa")
     if not old.strict and new.strict:
@@ -95,7 +95,7 @@ def validate_update(old: TableSchema, new: TableSchema, empty: bool) -> None:
                 INCOMPATIBLE_SCHEMAS,
             )
         if column.sort_order and not updated.sort_order:
-            raise YtError(f"Making key column {_quoted(column)} a value column is not supported by the local server")
+            raise YtError(f"Making key column {_quoted(column)} a value column is not supported by ytqueue local")
         if column.sort_order and new.columns.index(updated) != index:
             raise _incompatible(
                 old,

@@ -16,7 +16,15 @@ from typing import Any
 import yt.yson as yson
 
 from spyt_queue.local import ids, ordered, sorted_tables, tablet_checks, value_paths
-from spyt_queue.local.cypress import Cypress, Node, TableMeta, Tablet, node_type_for_value, parse_commit_ordering
+from spyt_queue.local.cypress import (
+    Cypress,
+    Node,
+    TableMeta,
+    Tablet,
+    check_tablet_cell_bundle,
+    node_type_for_value,
+    parse_commit_ordering,
+)
 from spyt_queue.local.errors import (
     RESOLVE_ERROR,
     TABLET_NOT_MOUNTED,
@@ -209,7 +217,7 @@ class State:
             )
         else:
             raise YtError(
-                f"Creating objects of type {node_type!r} is not supported by the local server",
+                f"Creating objects of type {node_type!r} is not supported by ytqueue local",
                 attributes={"type": node_type},
             )
         tablet_count = attributes.pop("tablet_count", None) if table is not None else None
@@ -218,6 +226,8 @@ class State:
         weights = attributes.pop("cumulative_data_weights", None) if table is not None else None
         if "commit_ordering" in attributes:
             attributes["commit_ordering"] = parse_commit_ordering(attributes["commit_ordering"])
+        if "tablet_cell_bundle" in attributes:
+            check_tablet_cell_bundle(attributes["tablet_cell_bundle"])
         if table is not None and table.dynamic:
             # As TTableNodeTypeHandler::DoCreate and TTableNode::ValidateReshard (table_server).
             if tablet_count is not None and int(tablet_count) <= 0:

@@ -102,7 +102,7 @@ def read_table(state: State, path: str) -> list[dict[bytes, Any]]:
                 rows.extend(ordered.read_rows(state.storage, node.id, tablet.index, begin, tablet.total_row_count))
         else:
             raise YtError(
-                f"read_table of sorted dynamic table {node.path} is not supported by the local server; use select_rows"
+                f"read_table of sorted dynamic table {node.path} is not supported by ytqueue local; use select_rows"
             )
         names = [c.bname for c in table.schema.columns]
         if names and table.schema.strict:
@@ -168,7 +168,7 @@ def _alter_schema(state: State, conn: Any, node: Node, schema: Any, dynamic: boo
     table = node.table
     assert table is not None
     if not table.dynamic or dynamic is not None:
-        raise YtError('alter_table "schema" of a static table is not supported by the local server')
+        raise YtError('alter_table "schema" of a static table is not supported by ytqueue local')
     new = TableSchema.parse(schema, dynamic=True)
     schema_update.require_unmounted(node.path, [t.state for t in table.tablets])
     old = table.schema
@@ -212,7 +212,7 @@ def copy(state: State, source: str, destination: str, recursive: bool, force: bo
         node = state.cypress.resolve(source)
         table = node.table
         if table is None:
-            raise YtError(f"Copying {node.type} nodes is not supported by the local server (only tables)")
+            raise YtError(f"Copying {node.type} nodes is not supported by ytqueue local (only tables)")
         busy = [t for t in table.tablets if t.state not in ("unmounted", "frozen")]
         if table.dynamic and busy:
             raise YtError(

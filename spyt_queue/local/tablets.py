@@ -121,7 +121,7 @@ def reshard(
             if first is not None or last is not None:
                 raise YtError(
                     "Resharding a tablet range (first_tablet_index/last_tablet_index) of a sorted table is not "
-                    "supported by the local server; reshard the whole table"
+                    "supported by ytqueue local; reshard the whole table"
                 )
             if trimmed_row_counts:
                 raise YtError('Cannot reshard sorted table with "trimmed_row_counts"')

@@ -169,3 +169,21 @@ def test_select_offset_needs_limit_not_order_by(yt, table):
     with pytest.raises(YtResponseError) as failure:
         select(yt, f"key from [{table}] offset 2")
     assert "OFFSET used without LIMIT" in str(failure.value)
+
+
+def test_lock_groups_are_refused_on_local_server(yt, yt_root, local_yt):
+    """LOCAL ONLY. A ``lock`` group in a schema gives a row one lock per group on a cluster (writes of different
+    groups of one key do not conflict); this server keeps one lock per row, so it refuses such a schema instead of
+    answering conflicts differently (a cluster accepts it, hence the ``local_yt`` fixture)."""
+    schema = [
+        {"name": "key", "type": "int64", "sort_order": "ascending"},
+        {"name": "a", "type": "int64", "lock": "la"},
+        {"name": "b", "type": "int64", "lock": "lb"},
+    ]
+    path = f"{yt_root}/locks"
+    with pytest.raises(YtResponseError, match="not supported by ytqueue local"):
+        yt.create("table", path, attributes={"dynamic": True, "schema": schema})
+    assert not yt.exists(path)
+    create_sorted_table(yt, path, mount=False)
+    with pytest.raises(YtResponseError, match="not supported by ytqueue local"):
+        yt.alter_table(path, schema=schema)

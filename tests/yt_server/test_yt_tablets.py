@@ -243,3 +243,25 @@ def test_an_unmounted_tablet_blocks_only_the_requests_that_reach_it(yt, yt_root)
         with pytest.raises(YtResponseError) as failure:
             action()
         assert failure.value.contains_code(TABLET_NOT_MOUNTED)
+
+
+def test_unknown_tablet_cell_bundle_is_refused(yt, yt_root):
+    """A table names an existing tablet cell bundle: ``GetTabletCellBundleByNameOrThrow``
+    (``yt/yt/server/master/tablet_server/tablet_manager.cpp``) fails with ResolveError (500) ``No such tablet cell
+    bundle "X"`` at ``create`` and at ``set @tablet_cell_bundle``; ``default`` exists on every cluster."""
+    schema = [{"name": "key", "type": "int64", "sort_order": "ascending"}, {"name": "value", "type": "string"}]
+    path = f"{yt_root}/t"
+    with pytest.raises(YtResponseError) as info:
+        yt.create(
+            "table", path, attributes={"dynamic": True, "schema": schema, "tablet_cell_bundle": "no_such_bundle_33"}
+        )
+    assert 'No such tablet cell bundle "no_such_bundle_33"' in str(info.value)
+    assert info.value.is_resolve_error()
+    assert not yt.exists(path)
+
+    yt.create("table", path, attributes={"dynamic": True, "schema": schema, "tablet_cell_bundle": "default"})
+    assert yt.get(f"{path}/@tablet_cell_bundle") == "default"
+    with pytest.raises(YtResponseError) as info:
+        yt.set(f"{path}/@tablet_cell_bundle", "no_such_bundle_33")
+    assert 'No such tablet cell bundle "no_such_bundle_33"' in str(info.value)
+    assert yt.get(f"{path}/@tablet_cell_bundle") == "default"

@@ -31,8 +31,8 @@ Not ported (reason), each also listed in the conformance table of ``spyt_queue/l
   ``TestSortedDynamicTablesChunkFormat`` (test_validate_chunk_format_on_mount, test_indexed_chunk_format,
   test_major_timestamp_in_compaction), ``TestSortedDynamicTablesMemoryLimit``,
   ``TestSortedDynamicTablesTabletDynamicMemory``, ``TestSortedDynamicTablesMultipleSlotsPerNode``;
-* lock groups and ``lock_rows`` (``lock_rows`` is not a command here; a ``lock`` group in a schema is accepted but
-  the server keeps one lock per row, a known divergence):
+* lock groups and ``lock_rows`` (``lock_rows`` is not a command here; a schema with a ``lock`` group is refused
+  as not supported by ytqueue local, since rows have one lock here):
   test_transaction_locks, test_tablet_locks_persist_in_snapshots, test_transaction_shared_write_locks,
   test_aggregate_shared_write_locks;
 * aggregate and computed columns (refused with "not supported" at create): test_required_aggregate_columns,
