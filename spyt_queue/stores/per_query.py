@@ -16,6 +16,14 @@ from spyt_queue.stores.base import OffsetStore
 
 log = logging.getLogger("spyt_queue.stream")
 
+#: The one line each start of such a query logs, a warning so that it shows in the driver log (Spark copies its Python
+#: streaming runner's stderr there) without any logging set up, on every PySpark line (4.0's progress does not show
+#: the group).
+GROUP_LINE = (
+    "spyt-queue: this query commits under its own group %s, kept by its checkpoint "
+    "(kafka.group.id, or offsets.group with offsets.store, names one instead)"
+)
+
 #: Characters of the writer token in a group name: 64 bits, unique among the queries of one subscription.
 WRITER_CHARS = 16
 
@@ -47,7 +55,8 @@ class PerQueryStore(OffsetStore):
         if self._store is not None:
             self._store.close()
         self.group, self._store = group, self.open_group(group)
-        log.info("this query commits under its own group %s (kafka.group.id names one instead)", group)
+        if writer:  # once per start of the query: the line that tells where it commits (`ytqueue status --group`)
+            log.warning(GROUP_LINE, group)
         return True
 
     @property
