@@ -84,6 +84,19 @@ def parse_commit_ordering(value: Any) -> str:
     return str(text)
 
 
+#: Attributes of a dynamic table that change only while every tablet is unmounted, and what they set
+#: (test_mounted_table_attributes_update_validation, test_no_storage_change_for_mounted; the commit-ordering text
+#: is YTsaurus's, the others paraphrase it).
+FIXED_WHILE_MOUNTED = {
+    "commit_ordering": "commit ordering mode",
+    "atomicity": "atomicity mode",
+    "in_memory_mode": "in-memory mode",
+    "vital": "storage parameters",  # test_no_storage_change_for_mounted
+    "replication_factor": "storage parameters",
+    "media": "storage parameters",
+}
+
+
 def check_tablet_cell_bundle(value: Any) -> None:
     """A tablet cell bundle must exist (``GetTabletCellBundleByNameOrThrow``); this server has only ``default``."""
     if value != "default":
@@ -648,10 +661,13 @@ class Cypress:
             if len(attribute) == 1:
                 if name == "tablet_cell_bundle":
                     check_tablet_cell_bundle(value)
-                if name == "commit_ordering" and node.table is not None and node.table.dynamic:
-                    value = parse_commit_ordering(value)
+                if name in FIXED_WHILE_MOUNTED and node.table is not None and node.table.dynamic:
+                    if name == "commit_ordering":
+                        value = parse_commit_ordering(value)
                     if any(t.state != "unmounted" for t in node.table.tablets):  # TTableNodeProxy::SetBuiltinAttribute
-                        raise YtError("Cannot change table commit ordering mode since not all tablets are unmounted")
+                        raise YtError(
+                            f"Cannot change table {FIXED_WHILE_MOUNTED[name]} since not all tablets are unmounted"
+                        )
                 node.attrs[name] = value
             else:
                 if name not in node.attrs:

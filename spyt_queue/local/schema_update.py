@@ -69,11 +69,7 @@ def validate_update(old: TableSchema, new: TableSchema, empty: bool) -> None:
     """``ValidateTableSchemaUpdateInternal`` for a dynamic table (``new`` already passed ``TableSchema.parse``)."""
     if empty and old.sorted == new.sorted:
         return  # any valid schema may be set on an empty table
-    if old.sorted != new.sorted:
-        if empty:
-            raise YtError(
-                "Changing an empty dynamic table between sorted and ordered is not supported by ytqueue local"
-            )
+    if old.sorted != new.sorted:  # empty or not (test_disallowed_dynamic_table_alter)
         raise _incompatible(old, new, "Cannot change dynamic table type from sorted to ordered or vice versa")
     if not old.strict and new.strict:
         raise _incompatible(old, new, 'Changing "strict" from "false" to "true" is not allowed')

@@ -40,6 +40,12 @@ def set_tablet_state(state: State, path: str, action: str, first: int | None, la
                         attributes={"chunk_id": duplicate},
                     )
         if action in ("mount", "mount_frozen"):
+            null_column = next((c for c in table.schema.columns if c.type in ("null", "void")), None)
+            if null_column is not None:  # test_null_column_mount
+                raise YtError(
+                    f'Cannot mount table since it has column "{null_column.name}" with value type "null"',
+                    attributes={"path": node.path},
+                )
             # TTabletBase::ValidateMount: mounting again is a no-op only in the same mode; a mounted tablet is not
             # frozen by mount(freeze=%true), nor a frozen one unfrozen by mount().
             keep = "frozen" if action == "mount_frozen" else "mounted"

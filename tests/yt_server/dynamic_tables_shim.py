@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yt.yson as yson
 from conformance import configure_client
 from yt.wrapper.errors import YtError
 
@@ -36,7 +37,9 @@ def _bind(yt, yt_root: str) -> Iterator[None]:
 
 
 def _p(text: str) -> str:
-    """``//tmp/...`` in a path or query moved under the test's directory."""
+    """``//tmp/...`` in a path or query moved under the test's directory (``//tmp`` itself is the directory)."""
+    if text == "//tmp":
+        return _root
     return text.replace("//tmp/", _root + "/")
 
 
@@ -164,6 +167,18 @@ def sync_unmount_table(path: str, force: bool | None = None, first_tablet_index=
     _wait_for_tablet_state(path, "unmounted", first_tablet_index, last_tablet_index)
 
 
+def unmount_table(path: str, **kwargs: Any) -> None:
+    _client.unmount_table(_p(path), **kwargs)
+
+
+def freeze_table(path: str, **kwargs: Any) -> None:
+    _client.freeze_table(_p(path), **kwargs)
+
+
+def unfreeze_table(path: str, **kwargs: Any) -> None:
+    _client.unfreeze_table(_p(path), **kwargs)
+
+
 def sync_freeze_table(path: str) -> None:
     _client.freeze_table(_p(path))
     _wait_for_tablet_state(path, "frozen")
@@ -231,6 +246,12 @@ def exists(path: str, **kwargs: Any) -> bool:
 
 def create(object_type: str, path: str, attributes: dict[str, Any] | None = None, **kwargs: Any) -> Any:
     return _client.create(object_type, _p(path), attributes=attributes, **kwargs)
+
+
+def make_schema(columns: list[dict[str, Any]], **attributes: Any) -> Any:
+    """``yt_type_helpers.make_schema``: the column list carrying the schema's attributes (``strict``,
+    ``unique_keys``)."""
+    return yson.to_yson_type(list(columns), attributes=attributes)
 
 
 def lookup_rows(path: str, data: list[dict[str, Any]], **kwargs: Any) -> list[Any]:
