@@ -8,7 +8,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, mutations, producer, queues, reads, static_tables, tablets
+from spyt_queue.local import ids, mutations, node_copy, producer, queues, reads, static_tables, tablets
 from spyt_queue.local.errors import YtError
 from spyt_queue.local.formats import (
     Format,
@@ -658,7 +658,7 @@ def _concatenate(state: State, req: Request) -> Result:
 def _copy(state: State, req: Request) -> Result:
     params = req.params
     _master_tx_check(state, params)
-    node_id = static_tables.copy(
+    node_id = node_copy.copy(
         state,
         _plain_path(params, "source_path"),
         _plain_path(params, "destination_path"),

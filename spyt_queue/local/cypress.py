@@ -428,6 +428,8 @@ class Cypress:
         elif node.type in SCALAR_TYPES:
             if node.type == "document":
                 result["value"] = node.sys.get("value")
+            if node.type == "list_node":
+                result["count"] = len(node.sys.get("value") or [])
         return result
 
     @staticmethod

@@ -451,9 +451,13 @@ class State:
         return True
 
     def remove(self, path: str, recursive: bool, force: bool) -> None:
-        """``remove`` (a table's rows, chunks and registrations go with it)."""
+        """``remove`` (a table's rows, chunks and registrations go with it); ``path/*`` removes every child of a
+        map or list node (``RemoveAll`` of a composite node)."""
         with self.lock:
-            _, attribute = split_path(path)
+            components, attribute = split_path(path)
+            if attribute is None and components and components[-1] == "*" and not path.endswith("\\*"):
+                self._remove_all(path[: -len("/*")])
+                return
             into = self.cypress.value_target(path)
             if into is not None and attribute is not None:
                 raise value_paths.refuse_attributes(into.node.path, into.rest)
@@ -474,11 +478,26 @@ class State:
                     raise YtError(f"Cannot remove non-empty composite node {node.path}")
                 if node is self.cypress.root or node.path in ("//sys",):
                     raise YtError(f"Node {node.path} cannot be removed")
-                removed = self.cypress.remove_node(conn, node)
-                for table in removed:
-                    conn.execute("DELETE FROM chunks WHERE table_id = ?", (table.id,))
-                    conn.execute("DELETE FROM tablets WHERE table_id = ?", (table.id,))
-                    conn.execute("DELETE FROM versions WHERE table_id = ?", (table.id,))
+                self._drop_tables(conn, self.cypress.remove_node(conn, node))
+
+    def _remove_all(self, path: str) -> None:
+        node = self.cypress.resolve(path)
+        with self.storage.transaction() as conn:
+            if node.type == "map_node":
+                for child in list(node.children.values()):
+                    self._drop_tables(conn, self.cypress.remove_node(conn, child))
+            elif node.type == "list_node":
+                self.cypress.store_value(conn, node, [])
+            else:
+                raise YtError(f"Node {node.path} of type {node.type} has no children to remove")
+
+    @staticmethod
+    def _drop_tables(conn: Any, removed: list[Node]) -> None:
+        """The stored rows, chunks and tablets of removed table nodes."""
+        for table in removed:
+            conn.execute("DELETE FROM chunks WHERE table_id = ?", (table.id,))
+            conn.execute("DELETE FROM tablets WHERE table_id = ?", (table.id,))
+            conn.execute("DELETE FROM versions WHERE table_id = ?", (table.id,))
 
     def set(self, path: str, value: Any, recursive: bool, force: bool) -> None:
         """``set``: attributes, scalar/document values, or a new subtree."""

@@ -8,8 +8,12 @@ Ported: ``TestCypress::test_remove`` (its attribute part: removing a user attrib
 attributes and keys with and without ``force``, a builtin attribute that cannot be removed), ``test_remove_nodes``
 (its node part: ``remove`` is recursive unless told otherwise), the link tests that need no transaction isolation
 (``test_link1`` .. ``test_link6``, ``test_link_existing_fail`` .. ``test_link_to_link``, ``test_cyclic_link``,
-``test_non_cyclic_link_to_link``, ``test_resolve_suppress_via_object_id_yt_6694``), ``test_list``, ``test_map``
-and parts of ``test_attributes`` and ``test_invalid_cases``. ``spyt_queue/local/README.md`` lists the file's status.
+``test_non_cyclic_link_to_link``, ``test_resolve_suppress_via_object_id_yt_6694``), ``test_list``, ``test_map``,
+the remove-all and ``copy`` tests that need no transaction isolation or accounts (``test_map_remove_all1``,
+``test_list_remove_all``, ``test_attr_remove_all1``, ``test_copy_simple1`` .. ``test_copy_simple6a``,
+``test_copy_simple8``, ``test_copy_recursive_*``, ``test_copy_unexisting_path``, ``test_copy_cannot_have_children``,
+``test_copy_ignore_existing``) and parts of ``test_attributes`` and ``test_invalid_cases``.
+``spyt_queue/local/README.md`` lists the file's status.
 
 Skipped: ``//tmp/@recursive_resource_usage`` (an accounting attribute this server does not model).
 """
@@ -425,3 +429,141 @@ def test_list_items_with_attributes_are_refused_clearly() -> None:
         get("//tmp/list/0/@type")
     with raises_yt_error("not supported by ytqueue local"):
         set("//tmp/list/1/@x", 1)
+
+
+def copy(source_path: str, destination_path: str, **kwargs: object) -> object:
+    """``yt_commands.copy``."""
+    return ytc.execute_command("copy", {"source_path": source_path, "destination_path": destination_path, **kwargs})
+
+
+def test_map_remove_all1() -> None:
+    # remove items from map
+    set("//tmp/map", {"a": "b", "c": "d"}, force=True)
+    assert get("//tmp/map/@count") == 2
+    remove("//tmp/map/*")
+    assert get("//tmp/map") == {}
+    assert get("//tmp/map/@count") == 0
+
+
+def test_list_remove_all() -> None:
+    """``test_list_remove_all`` (list nodes allowed, as in ``test_list``)."""
+    # remove items from list
+    set("//tmp/list", [10, 20, 30])
+    assert get("//tmp/list/@count") == 3
+    remove("//tmp/list/*")
+    assert get("//tmp/list") == []
+    assert get("//tmp/list/@count") == 0
+
+
+def test_attr_remove_all1() -> None:
+    # remove items from attributes
+    set_raw("//tmp/attr", b"<_foo=bar;_key=value>42")
+    remove("//tmp/attr/@*")
+    with raises_yt_error("is not found"):
+        get("//tmp/attr/@_foo")
+    with raises_yt_error("is not found"):
+        get("//tmp/attr/@_key")
+
+
+def test_copy_simple1() -> None:
+    set("//tmp/a", 1)
+    copy("//tmp/a", "//tmp/b")
+    assert get("//tmp/b") == 1
+
+
+def test_copy_simple2() -> None:
+    """``test_copy_simple2`` (list nodes allowed, as in ``test_list``)."""
+    set("//tmp/a", [1, 2, 3])
+    copy("//tmp/a", "//tmp/b")
+    assert get("//tmp/b") == [1, 2, 3]
+
+
+def test_copy_simple3() -> None:
+    set_raw("//tmp/a", b"<x=y> 1")
+    copy("//tmp/a", "//tmp/b")
+    assert get("//tmp/b/@x") == "y"
+
+
+def test_copy_simple4() -> None:
+    set("//tmp/a", {"x1": "y1", "x2": "y2"})
+    assert get("//tmp/a/@count") == 2
+
+    copy("//tmp/a", "//tmp/b")
+    assert get("//tmp/b/@count") == 2
+
+
+def test_copy_simple5() -> None:
+    set("//tmp/a", {"b": 1})
+    assert get("//tmp/a/b/@path") == "//tmp/a/b"
+
+    copy("//tmp/a", "//tmp/c")
+    assert get("//tmp/c/b/@path") == "//tmp/c/b"
+
+    remove("//tmp/a")
+    assert get("//tmp/c/b/@path") == "//tmp/c/b"
+
+
+def test_copy_simple6a() -> None:
+    create("map_node", "//tmp/a")
+    with raises_yt_error("Cannot copy or move a node to itself"):
+        copy("//tmp/a", "//tmp/a/b")
+
+
+def test_copy_simple8() -> None:
+    create("map_node", "//tmp/a")
+    create("table", "//tmp/a/t")
+    link("//tmp/a", "//tmp/b")
+    copy("//tmp/b/t", "//tmp/t")
+
+
+def test_copy_recursive_success() -> None:
+    create("map_node", "//tmp/a")
+    copy("//tmp/a", "//tmp/b/c", recursive=True)
+
+
+def test_copy_recursive_fail() -> None:
+    create("map_node", "//tmp/a")
+    with raises_yt_error('Node //tmp has no child with key "b"'):
+        copy("//tmp/a", "//tmp/b/c", recursive=False)
+
+    with raises_yt_error('Expected "literal" in YPath but found "at" token "@"'):
+        copy("//tmp/a", "//tmp/b/c/d/@e", recursive=True)
+    assert not exists("//tmp/b/c/d")
+
+
+def test_copy_unexisting_path() -> None:
+    with raises_yt_error('Node //tmp has no child with key "x"'):
+        copy("//tmp/x", "//tmp/y")
+
+
+def test_copy_cannot_have_children() -> None:
+    create("table", "//tmp/t1")
+    create("table", "//tmp/t2")
+    with raises_yt_error("//tmp/t1 cannot have children"):
+        copy("//tmp/t2", "//tmp/t1/xxx")
+
+
+def test_copy_ignore_existing() -> None:
+    create("map_node", "//tmp/a")
+    create("map_node", "//tmp/b/c", recursive=True)
+
+    copy("//tmp/b", "//tmp/a", ignore_existing=True)
+    assert not exists("//tmp/a/c")
+
+    copy("//tmp/b", "//tmp/a", force=True)
+    assert exists("//tmp/a/c")
+
+    with raises_yt_error("Node //tmp/a already exists"):
+        copy("//tmp/b", "//tmp/a")
+    # Two options simultaneously are forbidden.
+    with raises_yt_error('Cannot specify both "ignore_existing" and "force" options simultaneously'):
+        copy("//tmp/b", "//tmp/new", ignore_existing=True, force=True)
+
+
+def test_copy_of_a_map_holding_a_table_is_refused_clearly() -> None:
+    """Not a YTsaurus test: a map node is copied with its map, scalar, list, document and link descendants; one
+    holding a table is refused as not supported (a table is copied on its own), never copied in part."""
+    create("table", "//tmp/m/t", recursive=True)
+    with raises_yt_error("not supported by ytqueue local"):
+        copy("//tmp/m", "//tmp/n")
+    assert not exists("//tmp/n")

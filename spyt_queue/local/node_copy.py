@@ -1,0 +1,98 @@
+"""The ``copy`` command: where a copy may go, and copies of map, scalar, list, document and link nodes (tables are
+copied by ``static_tables.copy``).
+
+As YTsaurus's ``CopyCore`` (``cypress_server/node_proxy_detail.cpp``) checks: ``ignore_existing`` and ``force``
+exclude each other, a destination path names a node (no ``@attribute``), a node cannot be copied into itself or
+below itself, and a copy of a map node copies its whole subtree with each node's attributes.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from typing import TYPE_CHECKING, Any
+
+from spyt_queue.local import static_tables
+from spyt_queue.local.errors import YtError
+from spyt_queue.local.ypath import split_path
+
+if TYPE_CHECKING:
+    from spyt_queue.local.cypress import Node
+    from spyt_queue.local.state import State
+
+
+def copy(state: State, source: str, destination: str, recursive: bool, force: bool, ignore_existing: bool) -> str:
+    """``copy``: the id of the copy (of the existing node with ``ignore_existing``)."""
+    if ignore_existing and force:
+        raise YtError('Cannot specify both "ignore_existing" and "force" options simultaneously')
+    components, attribute = split_path(destination)
+    if attribute is not None:
+        raise YtError('Expected "literal" in YPath but found "at" token "@"', attributes={"path": destination})
+    with state.lock:
+        node = state.cypress.resolve(source)
+        _check_placement(state, node, components, destination)
+        if node.table is not None:
+            return static_tables.copy(state, source, destination, recursive, force, ignore_existing)
+        tables = [n.path for n in _subtree(node) if n.table is not None]
+        if tables:
+            raise YtError(
+                f"Copying map node {node.path} with tables inside ({tables[0]}) is not supported by ytqueue local; "
+                "copy each table on its own"
+            )
+        with state.storage.transaction() as conn:
+            copied, created = state.cypress.create(
+                conn,
+                node.type,
+                destination,
+                recursive=recursive,
+                ignore_existing=ignore_existing,
+                force=force,
+                attributes=_copy.deepcopy(node.attrs),
+                value=_copy.deepcopy(node.sys.get("value")),
+            )
+            if created:
+                _copy_contents(state, conn, node, copied)
+            return copied.id
+
+
+def _check_placement(state: State, node: Node, components: list[str], destination: str) -> None:
+    """A node is not copied onto itself (``Cannot copy or move a node to itself``: the destination or its parent
+    is the node) nor below itself (``... to its descendant``)."""
+    if not components:
+        raise YtError("Cannot copy or move a node to itself")
+    parent = state.cypress.find(destination.rsplit("/", 1)[0] or "/")
+    target = parent.children.get(components[-1]) if parent is not None and parent.type == "map_node" else None
+    if target is node or parent is node:
+        raise YtError("Cannot copy or move a node to itself", attributes={"path": destination})
+    if parent is not None and parent.path.startswith(node.path.rstrip("/") + "/"):
+        raise YtError("Cannot copy or move a node to its descendant", attributes={"path": destination})
+
+
+def _subtree(node: Node) -> list[Node]:
+    nodes, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        nodes.append(current)
+        stack.extend(current.children.values())
+    return nodes
+
+
+def _copy_contents(state: State, conn: Any, source: Node, copied: Node) -> None:
+    """A link's target and a map node's children (each with its attributes and value), into ``copied``."""
+    if source.type == "link":
+        copied.sys["target_path"] = source.sys.get("target_path")
+        state.cypress.persist(conn, copied)
+    for name, child in source.children.items():
+        child_copy, _ = state.cypress.create(
+            conn,
+            child.type,
+            f"{copied.path}/{name}",
+            recursive=False,
+            ignore_existing=False,
+            force=False,
+            attributes=_copy.deepcopy(child.attrs),
+            value=_copy.deepcopy(child.sys.get("value")),
+        )
+        _copy_contents(state, conn, child, child_copy)
+
+
+__all__ = ["copy"]
