@@ -310,6 +310,9 @@ def _get_command(state: State, req: Request) -> Result:
 def _list_command(state: State, req: Request) -> Result:
     _master_tx_check(state, req.params)
     value = state.list(_path(req.params).path, _attributes_list(req.params))
+    max_size = _get(req.params, "max_size")
+    if max_size is not None and len(value) > int(max_size):  # TListNodeOptions::MaxSize: cut, marked incomplete
+        value = yson.to_yson_type(list(value)[: int(max_size)], attributes={"incomplete": True})
     return Result(value if _bool(req.params, "return_only_value") else {"value": value})
 
 

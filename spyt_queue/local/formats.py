@@ -178,7 +178,8 @@ def encode_structured(value: Any, fmt: Format) -> bytes:
     if fmt.name in ("schemaful_dsv", "web_json"):
         raise YtError(f'Unsupported output format "{fmt.name}"', attributes={"format": fmt.name})
     if fmt.name == "json":
-        return json.dumps(to_json(value, fmt.encode_utf8), ensure_ascii=False).encode("utf-8")
+        # YTsaurus's JSON writer is compact: no spaces after ":" and ","
+        return json.dumps(to_json(value, fmt.encode_utf8), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return yson.dumps(value, yson_format=fmt.yson_format)
 
 
@@ -264,7 +265,7 @@ def dumps_rows(rows: list[Any], fmt: Format) -> bytes:
         if _bindings is not None and fmt.yson_format == "binary":
             return _bindings.dumps(rows, yson_type="list_fragment", yson_format="binary")
         return yson.dumps(rows, yson_type="list_fragment", yson_format=fmt.yson_format)
-    parts = [json.dumps(to_json(row, fmt.encode_utf8), ensure_ascii=False) for row in rows]
+    parts = [json.dumps(to_json(row, fmt.encode_utf8), ensure_ascii=False, separators=(",", ":")) for row in rows]
     return ("\n".join(parts) + "\n").encode("utf-8")
 
 

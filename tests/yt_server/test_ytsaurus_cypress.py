@@ -567,3 +567,40 @@ def test_copy_of_a_map_holding_a_table_is_refused_clearly() -> None:
     with raises_yt_error("not supported by ytqueue local"):
         copy("//tmp/m", "//tmp/n")
     assert not exists("//tmp/n")
+
+
+def ls(path: str, **kwargs: object) -> object:
+    """``yt_commands.ls``."""
+    return ytc.execute_command("list", {"path": path, **kwargs})
+
+
+def test_root() -> None:
+    # should not crash
+    get("//@")
+
+
+def test_list_command() -> None:
+    """``test_list_command`` without listing ``//sys/chunks`` and ``//sys/accounts`` (chunks and accounts are not
+    modelled, and an empty listing would not be a cluster's answer)."""
+    set("//tmp/map", {"a": 1, "b": 2, "c": 3}, force=True)
+    assert ls("//tmp/map") == ["a", "b", "c"]
+
+    assert ls("//tmp/map", max_size=1).attributes["incomplete"]
+
+    set("//tmp/map", {"a": 1}, force=True)
+    assert ls("//tmp/map", max_size=1) == ["a"]
+
+    ls("//sys/transactions")
+
+
+def test_format_json() -> None:
+    """``test_format_json`` (list nodes allowed, as in ``test_list``); through the HTTP proxy the JSON answer is
+    API v4's ``{"value": ...}``."""
+    # check input format for json
+    set_raw("//tmp/json_in", b'{"list": [1,2,{"string": "this"}]}', input_format="json")
+    assert get("//tmp/json_in") == {"list": [1, 2, {"string": "this"}]}
+
+    # check output format for json
+    set("//tmp/json_out", {"list": [1, 2, {"string": "this"}]})
+    raw = make_request("get", {"path": ytc._map("//tmp/json_out"), "output_format": "json"}, client=ytc._BOUND.client)
+    assert raw == b'{"value":{"list":[1,2,{"string":"this"}]}}'  # HTTP API v4 wraps the value
