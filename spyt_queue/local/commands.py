@@ -126,6 +126,8 @@ def _attributes_list(params: dict[str, Any]) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, dict):  # the {keys=[...]} attribute filter form
+        if value.get("paths"):
+            raise YtError('Attribute filters with "paths" are not supported by ytqueue local (use "keys")')
         value = value.get("keys", [])
     return [str(v) for v in value]
 

@@ -57,8 +57,8 @@ def copy(state: State, source: str, destination: str, recursive: bool, force: bo
 def _check_placement(state: State, node: Node, components: list[str], destination: str) -> None:
     """A node is not copied onto itself (``Cannot copy or move a node to itself``: the destination or its parent
     is the node) nor below itself (``... to its descendant``)."""
-    if not components:
-        raise YtError("Cannot copy or move a node to itself")
+    if not components:  # the root
+        raise YtError("Node / cannot be replaced", attributes={"path": destination})
     parent = state.cypress.find(destination.rsplit("/", 1)[0] or "/")
     target = parent.children.get(components[-1]) if parent is not None and parent.type == "map_node" else None
     if target is node or parent is node:

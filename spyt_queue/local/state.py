@@ -311,7 +311,7 @@ class State:
         with self.lock:
             target = self._transaction_target(path)
             if target is not None:
-                return self._get_transaction_object(path, *target)
+                return self._get_transaction_object(path, *target, attributes)
             return self.cypress.get(path, attributes)
 
     # Transactions as objects: ``#<id>``, ``//sys/transactions/<id>``, ``//sys/topmost_transactions/<id>``.
@@ -383,14 +383,25 @@ class State:
         return result
 
     def _get_transaction_object(
-        self, path: str, tx: Transaction | None, attribute: list[str] | None, topmost: bool
+        self,
+        path: str,
+        tx: Transaction | None,
+        attribute: list[str] | None,
+        topmost: bool,
+        attributes: list[str] | None = None,
     ) -> Any:
         if tx is None:  # the map itself
             if attribute is not None:
                 raise YtError(f"Attributes of {path} are not supported by ytqueue local")
-            return {tx_id: yson.YsonEntity() for tx_id in self.transactions.master_ids(topmost)}
+            value = {
+                tx_id: self._with_attributes(yson.YsonEntity(), self._transaction_attributes(child), attributes)
+                for tx_id in self.transactions.master_ids(topmost)
+                if (child := self.transactions.find(tx_id)) is not None
+            }
+            own = {"type": "topmost_transaction_map" if topmost else "transaction_map", "count": len(value)}
+            return self._with_attributes(value, own, attributes)
         if attribute is None:
-            return yson.YsonEntity()
+            return self._with_attributes(yson.YsonEntity(), self._transaction_attributes(tx), attributes)
         value: Any = self._transaction_attributes(tx)
         for depth, name in enumerate(attribute):
             if isinstance(value, dict) and name in value:
@@ -402,6 +413,12 @@ class State:
                 raise resolve_error(path, f'Attribute "{shown}" is not found')
         return value
 
+    @staticmethod
+    def _with_attributes(value: Any, available: dict[str, Any], attributes: list[str] | None) -> Any:
+        """``value`` carrying the requested ``attributes`` it has (as ``get``/``list`` with an attribute filter)."""
+        selected = {name: available[name] for name in attributes or () if name in available}
+        return yson.to_yson_type(value, attributes=selected) if selected else value
+
     def list(self, path: str, attributes: list[str] | None) -> Any:
         """``list``."""
         with self.lock:
@@ -409,7 +426,11 @@ class State:
             if target is not None:
                 tx, attribute, topmost = target
                 if tx is None and attribute is None:
-                    return self.transactions.master_ids(topmost)
+                    return [
+                        self._with_attributes(tx_id, self._transaction_attributes(child), attributes)
+                        for tx_id in self.transactions.master_ids(topmost)
+                        if (child := self.transactions.find(tx_id)) is not None
+                    ]
                 if attribute == []:
                     return list(self._transaction_attributes(tx)) if tx is not None else []
                 raise YtError(f"Cannot list {path}: it is not a map node")

@@ -21,6 +21,7 @@ Skipped: ``//tmp/@recursive_resource_usage`` (an accounting attribute this serve
 from __future__ import annotations
 
 import pytest
+import yt.yson as yson
 import yt_commands_shim as ytc
 from yt.common import YtError
 from yt.wrapper.driver import make_request
@@ -604,3 +605,85 @@ def test_format_json() -> None:
     set("//tmp/json_out", {"list": [1, 2, {"string": "this"}]})
     raw = make_request("get", {"path": ytc._map("//tmp/json_out"), "output_format": "json"}, client=ytc._BOUND.client)
     assert raw == b'{"value":{"list":[1,2,{"string":"this"}]}}'  # HTTP API v4 wraps the value
+
+
+def test_copy_id1() -> None:
+    set("//tmp/a", 123)
+    a_id = get("//tmp/a/@id")
+    copy("#" + a_id, "//tmp/b")
+    assert get("//tmp/b") == 123
+
+
+def test_copy_id2() -> None:
+    set("//tmp/a", 123)
+    tmp_id = get("//tmp/@id")
+    copy("#" + tmp_id + "/a", "//tmp/b")
+    assert get("//tmp/b") == 123
+
+
+def test_copy_force1() -> None:
+    create("table", "//tmp/t1")
+    set("//tmp/t1/@a", 1)
+    create("table", "//tmp/t2")
+    set("//tmp/t2/@a", 2)
+    copy("//tmp/t1", "//tmp/t2", force=True)
+    assert get("//tmp/t2/@a") == 1
+
+
+def test_copy_force3() -> None:
+    create("table", "//tmp/t1")
+    set("//tmp/t2", {})
+    copy("//tmp/t1", "//tmp/t2", force=True)
+    assert get("//tmp/t2/@type") == "table"
+
+
+def test_copy_locked() -> None:
+    create("table", "//tmp/t1")
+    tx = ytc.start_transaction()
+    ytc.execute_command("lock", {"path": "//tmp/t1", "transaction_id": tx})
+    copy("//tmp/t1", "//tmp/t2")
+    ytc.commit_transaction(tx)
+
+
+def test_move_force4() -> None:
+    with raises_yt_error("Node / cannot be replaced"):
+        copy("//tmp", "/", force=True)
+
+
+def test_get_with_attributes() -> None:
+    set("//tmp/a/b", {}, recursive=True, force=True)
+    expected = yson.to_yson_type({"b": yson.to_yson_type({}, {"type": "map_node"})}, {"type": "map_node"})
+    assert get("//tmp/a", attributes=["type"]) == expected
+    assert get("//tmp/a", attributes={"keys": ["type"]}) == expected
+
+
+def test_list_with_attributes() -> None:
+    set("//tmp/a/b", {}, recursive=True, force=True)
+    expected = [yson.to_yson_type("b", attributes={"type": "map_node"})]
+    assert ls("//tmp/a", attributes=["type"]) == expected
+    assert ls("//tmp/a", attributes={"keys": ["type"]}) == expected
+
+    set_raw("//tmp/a/c", b"<attr=100>{}")
+    expected = ["b", yson.to_yson_type("c", attributes={"attr": 100})]
+    assert sorted(ls("//tmp/a", attributes=["attr"])) == sorted(expected)
+
+
+def test_attribute_path_filters_are_refused_clearly() -> None:
+    """Not a YTsaurus test: ``attributes={"paths": [...]}`` (test_attribute_path_filtering) is refused as not
+    supported, never ignored."""
+    create("table", "//tmp/a/b1", recursive=True)
+    with raises_yt_error("not supported by ytqueue local"):
+        get("//tmp/a", attributes={"paths": ["/custom/bar"]})
+
+
+def test_get_with_attributes_virtual_maps() -> None:
+    tx = ytc.start_transaction()
+    txs = get("//sys/transactions", attributes=["type"])
+    assert txs.attributes["type"] == "transaction_map"
+    assert txs[tx] == yson.to_yson_type(None, attributes={"type": "transaction"})
+
+
+def test_list_with_attributes_virtual_maps() -> None:
+    tx = ytc.start_transaction()
+    txs = ls("//sys/transactions", attributes=["type"])
+    assert yson.to_yson_type(tx, attributes={"type": "transaction"}) in txs
