@@ -34,6 +34,7 @@ import yt.yson as yson
 
 from spyt_queue.errors import SpytQueueError
 from spyt_queue.options import READ, WRITE, Option, Options
+from spyt_queue.records import row_coordinates, task_label, task_partition
 
 log = logging.getLogger("spyt_queue.deadletter")
 
@@ -187,6 +188,55 @@ class BoundDeadLetters:
         return len(letters)
 
 
+class DeadLetterCollector:
+    """One sink task's bad records on their way to its dead-letter target: what every sink's dead-letter path
+    shares. A sink creates one per task only when ``deadLetter.*`` is configured (its plain path, without a
+    target, has no per-row cost and fails on the first bad record with its own error); each bad record is added
+    with its coordinates (``partition``, ``offset``: :mod:`spyt_queue.records`), the one-line reason and the
+    record, and :meth:`flush` writes them all durably before the task returns its commit message, whose
+    ``dead_letters`` is the count it returns."""
+
+    def __init__(self, dead: BoundDeadLetters) -> None:
+        """``dead``: the task's bound target (``WriteTask.dead_letters``)."""
+        self.dead = dead
+        self.letters: list[DeadLetter] = []
+        self._task: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.letters)
+
+    @property
+    def task(self) -> str:
+        """The task's ``spark-partition-N`` (:func:`~spyt_queue.records.task_partition`), looked up once: the
+        ``partition`` of records without the source's service columns."""
+        if self._task is None:
+            self._task = task_partition()
+        return self._task
+
+    def add(self, where: tuple[str, int], error: BaseException | str, record: Any) -> None:
+        """A bad record at ``where`` (``partition``, ``offset``); ``record`` is the row (a mapping, kept as binary
+        YSON: :func:`yson_payload`) or its payload as ``bytes``."""
+        payload = record if isinstance(record, bytes) else yson_payload(record)
+        self.letters.append(self.dead.letter(where[0], where[1], error, payload))
+
+    def add_row(self, row: Mapping[str, Any], position: int, error: BaseException | str) -> None:
+        """A bad row at ``position`` in the task, at the coordinates it carries
+        (:func:`~spyt_queue.records.row_coordinates`)."""
+        self.add(row_coordinates(row, position, self.task), error, row)
+
+    def add_batch_row(self, where: tuple[str, int], error: BaseException | str, batch: Any, position: int) -> None:
+        """Row ``position`` of an Arrow ``batch``, at ``where``."""
+        self.add(where, error, batch.slice(position, 1).to_pylist()[0])
+
+    def flush(self) -> int:
+        """Write the collected letters durably (:meth:`BoundDeadLetters.write`, nothing when there are none) and
+        return how many: the commit message's ``dead_letters``. A target that can not be written raises
+        :class:`DeadLetterError`, failing the task, so its batch is not committed."""
+        written = self.dead.write(self.letters, f" ({task_label()})")
+        self.letters = []
+        return written
+
+
 def is_configured(options: Options) -> bool:
     """Whether the options name a dead-letter target."""
     return PATH_OPTION in options or TOPIC_OPTION in options
@@ -204,5 +254,3 @@ def log_batch(messages: Iterable[Any], batch_id: int | None, target: BoundDeadLe
         what = f"micro-batch {batch_id}" if batch_id is not None else "write"
         log.warning("%s: %d row(s) dead-lettered to %s", what, count, target.target.describe())
     return count
-
-

@@ -23,12 +23,12 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import WriterCommitMessage
 
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetterCollector
 from spyt_queue.deadletter_targets import dead_letter_target
 from spyt_queue.errors import BadRecordError, OptionError, SpytQueueError
 from spyt_queue.kafka.options import SUBSCRIPTION_OPTIONS
 from spyt_queue.options import WRITE, Option, Options
-from spyt_queue.records import batch_coordinates, task_partition
+from spyt_queue.records import batch_coordinates
 from spyt_queue.redaction import shown
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.sinks.hbase.codec import (
@@ -500,9 +500,6 @@ class _Pending:
     batch: pa.RecordBatch
     index: int
 
-    def payload(self) -> bytes:
-        return yson_payload(self.batch.slice(self.index, 1).to_pylist()[0])
-
 
 def _null_reasons(settings: HBaseWriteTask, batch: pa.RecordBatch) -> dict[int, str]:
     """Rows of ``batch`` that can not become a put: a null row-key part or event time, with the reason."""
@@ -533,7 +530,7 @@ def write_task_diverting(
     types = {f.name: f.dataType for f in settings.schema.fields}
     sender = Sender(settings)
     commit = HBaseWriteCommit()
-    letters: list[DeadLetter] = []
+    letters = DeadLetterCollector(dead)
     position = 0
     what = settings.describe()
 
@@ -553,7 +550,7 @@ def write_task_diverting(
                     why = known_refusal(sender, [one.mutation]) or f"{type(alone).__name__}: {error_text(alone)}"
                     key = sender.row_of(one.mutation)
                     message = f"{what} refused the put of row key {key[:100]!r}: {why}"
-                    letters.append(dead.letter(*one.where, message, one.payload()))
+                    letters.add_batch_row(one.where, message, one.batch, one.index)
                     continue
                 commit.rows += 1
                 commit.cells += sender.cells_of(one.mutation)
@@ -576,9 +573,7 @@ def write_task_diverting(
         position += batch.num_rows
         bad = _null_reasons(settings, batch)
         for row, reason in sorted(bad.items()):
-            letters.append(
-                dead.letter(*where[row], f"{what}: {reason}", yson_payload(batch.slice(row, 1).to_pylist()[0]))
-            )
+            letters.add_batch_row(where[row], f"{what}: {reason}", batch, row)
         rows = [r for r in range(batch.num_rows) if r not in bad]
         if bad:
             batch = batch.take(pa.array(rows, pa.int64()))
@@ -592,7 +587,7 @@ def write_task_diverting(
                 try:
                     parts.append((one, where[row : row + 1], encoded(one)))
                 except Exception as error:
-                    letters.append(dead.letter(*where[row], f"{what}: {error}", yson_payload(one.to_pylist()[0])))
+                    letters.add_batch_row(where[row], f"{what}: {error}", one, 0)
         for part, part_where, (keys, stamps, values) in parts:
             mutations = sender.build(keys, values, stamps)
             kept = [r for r in range(part.num_rows) if any(v[r] is not None for v in values)]
@@ -603,7 +598,7 @@ def write_task_diverting(
             del pending[: settings.batch_size]
     if pending:
         send(pending)
-    commit.dead_letters = dead.write(letters, f" ({task_partition()})")  # durable before the task reports success
+    commit.dead_letters = letters.flush()  # durable before the task reports success
     return commit
 
 

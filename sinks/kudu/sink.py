@@ -50,12 +50,12 @@ from pyspark.sql.types import (
 )
 
 from spyt_queue.collector import gc_paused
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetterCollector
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.options import SUBSCRIPTION_OPTIONS
 from spyt_queue.options import WRITE, Option, Options
-from spyt_queue.records import row_coordinates, task_partition
+from spyt_queue.records import row_coordinates
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.sink_skeleton import (
     SinkBatchWriter,
@@ -371,20 +371,19 @@ def _write_diverting(
     only for keys none of whose mutations was refused. Dead letters are durable before the task returns."""
 
     planner = config.planner
-    task = task_partition()
-    letters: list[DeadLetter] = []
+    letters = DeadLetterCollector(dead)
     groups: dict[Key, list[tuple[tuple[str, int], dict[str, Any]]]] = {}
     for position, row in enumerate(rows):
-        where = row_coordinates(row, position, task)
+        where = row_coordinates(row, position, letters.task)
         k = key_of(row, planner.key)
         if any(v is None for v in k):
             error = f"Kudu sink: NULL in a key column of table {config.table!r} ({format_key(planner.key, k)})"
-            letters.append(dead.letter(*where, error, yson_payload(row)))
+            letters.add(where, error, row)
             continue
         try:
             planner.check_row(k, row)
         except BadRecordError as error:  # this row alone: the key's other rows are planned
-            letters.append(dead.letter(*where, f"Kudu sink: {error}", yson_payload(row)))
+            letters.add(where, f"Kudu sink: {error}", row)
             continue
         groups.setdefault(k, []).append((where, row))
     kept = sum(len(g) for g in groups.values())
@@ -402,14 +401,15 @@ def _write_diverting(
             try:
                 mutations = planner.plan_key(k, [row for _, row in group], stored.get(k, []), now)
             except BadRecordError as error:  # the planner refuses this key's rows (a conflict with the table)
-                letters.extend(dead.letter(*where, f"Kudu sink: {error}", yson_payload(row)) for where, row in group)
+                for where, row in group:
+                    letters.add(where, f"Kudu sink: {error}", row)
                 continue
             planned.extend((m, _origin(m, group)) for m in mutations)
         origin = {id(m): where for m, where in planned}
         refused: set[int] = set()
         writes = [(m, where) for m, where in planned if m.kind is not MutationKind.DELETE]
         with table.session(track=True) as session:
-            _apply_diverting(config, session, writes, origin, refused, letters, dead)
+            _apply_diverting(config, session, writes, origin, refused, letters)
             spoiled = {key_of(m.row, planner.key) for m, _ in writes if id(m) in refused}
             deletes = [
                 (m, where)
@@ -417,11 +417,11 @@ def _write_diverting(
                 if m.kind is MutationKind.DELETE and key_of(m.row, planner.key) not in spoiled
             ]
             if deletes:  # merged history versions, once the rows that replace them are in
-                _apply_diverting(config, session, deletes, origin, refused, letters, dead)
+                _apply_diverting(config, session, deletes, origin, refused, letters)
             applied = [m for m, _ in writes + deletes]
         counts.update(m.kind.value for m in applied if id(m) not in refused)
         _repair(config, table, (key_of(m.row, planner.key) for m, _ in planned if id(m) in refused), now)
-    diverted = dead.write(letters, f" ({task})")  # durable before the task reports success
+    diverted = letters.flush()  # durable before the task reports success
     return KuduWriteCommit(
         rows=kept,
         keys=len(groups),
@@ -438,8 +438,7 @@ def _apply_diverting(
     planned: Sequence[tuple[Mutation, tuple[str, int]]],
     origin: Mapping[int, tuple[str, int]],
     refused: set[int],
-    letters: list[DeadLetter],
-    dead: BoundDeadLetters,
+    letters: DeadLetterCollector,
 ) -> None:
     """Apply ``planned`` in ``session`` and flush it: a mutation the client can not build, or Kudu refuses, becomes
     a dead letter (its id goes into ``refused``); transient errors, an overflowing error collector and a conflict
@@ -451,8 +450,7 @@ def _apply_diverting(
         except KuduWriteError:
             raise
         except BadRecordError as error:  # the row could not be built: nothing of it was sent
-            message = f"Kudu sink: table {config.table!r} refused the row: {error}"
-            letters.append(dead.letter(*where, message, yson_payload(dict(mutation.row))))
+            letters.add(where, f"Kudu sink: table {config.table!r} refused the row: {error}", dict(mutation.row))
             refused.add(id(mutation))
     try:
         session.flush()
@@ -464,7 +462,7 @@ def _apply_diverting(
             if mutation is None or (row_error.not_found and config.planner.name != "append"):
                 raise
             message = f"Kudu sink: table {config.table!r} refused {row_error}"
-            letters.append(dead.letter(*origin[id(mutation)], message, yson_payload(dict(mutation.row))))
+            letters.add(origin[id(mutation)], message, dict(mutation.row))
             refused.add(id(mutation))
 
 

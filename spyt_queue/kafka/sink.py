@@ -16,14 +16,14 @@ from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.datasource import WriterCommitMessage
 from pyspark.sql.types import ArrayType, BinaryType, IntegerType, StringType, StructType
 
-from spyt_queue.deadletter import BoundDeadLetters, DeadLetter, yson_payload
+from spyt_queue.deadletter import BoundDeadLetters, DeadLetterCollector
 from spyt_queue.deadletter_targets import sink_dead_letters
 from spyt_queue.errors import BadRecordError, OptionError, SchemaMismatchError
 from spyt_queue.kafka.clients import check_brokers_reachable, pooled_producer
 from spyt_queue.kafka.java_options import translate_java_options
 from spyt_queue.kafka.options import BOOTSTRAP_SERVERS, FORBIDDEN_KAFKA_KEYS, KAFKA_CONFIG, KAFKA_SOURCE_OPTIONS
 from spyt_queue.options import CONNECT_TIMEOUT, WRITE, Option, Options, connect_timeout
-from spyt_queue.records import describe_record, first_null, row_coordinates, task_label
+from spyt_queue.records import describe_record, first_null, task_label
 from spyt_queue.sink_options import check_sink_options
 from spyt_queue.spark.sink_skeleton import (
     SinkBatchWriter,
@@ -156,17 +156,14 @@ class KafkaWriteTask(WriteTask):
         unknown partition) or one the broker refuses (see :data:`RECORD_ERRORS`) is dead-lettered; other errors
         still fail the task. The dead letters are durable before this returns."""
         errors: list[str] = []
-        letters: list[DeadLetter] = []
+        letters = DeadLetterCollector(dead)
         acknowledged = [0]
-
-        def letter(row: dict[str, Any], position: int, error: Any) -> DeadLetter:
-            return dead.letter(*row_coordinates(row, position), error, yson_payload(row))
 
         def delivered(row: dict[str, Any], position: int, error: Any, message: Any) -> None:
             if error is None:
                 acknowledged[0] += 1
             elif error.code() in RECORD_ERRORS:
-                letters.append(letter(row, position, f"Kafka refused the record for {message.topic()}: {error}"))
+                letters.add_row(row, position, f"Kafka refused the record for {message.topic()}: {error}")
             else:
                 errors.append(f"{message.topic()}[{message.partition()}]: {error}")
 
@@ -176,7 +173,7 @@ class KafkaWriteTask(WriteTask):
                 for row in batch.to_pylist():
                     topic = self.default_topic or row.get("topic")
                     if topic is None:
-                        letters.append(letter(row, position, "Null 'topic' and no 'topic' option"))
+                        letters.add_row(row, position, "Null 'topic' and no 'topic' option")
                     else:
                         kwargs = _produce_kwargs(row)
                         try:
@@ -193,7 +190,7 @@ class KafkaWriteTask(WriteTask):
                             code = cause.args[0].code() if isinstance(cause, KafkaException) else None
                             if isinstance(cause, KafkaException) and code not in RECORD_ERRORS:
                                 raise BadRecordError(f"could not produce record to {topic}: {cause}") from error
-                            letters.append(letter(row, position, f"could not produce record to {topic}: {cause}"))
+                            letters.add_row(row, position, f"could not produce record to {topic}: {cause}")
                     position += 1
                     if errors:
                         break
@@ -205,7 +202,7 @@ class KafkaWriteTask(WriteTask):
             raise BadRecordError(f"{len(errors)} record(s) failed delivery, first: {errors[0]}")
         if remaining:
             raise BadRecordError(f"{remaining} record(s) were not acknowledged by Kafka within 60 s")
-        written = dead.write(letters, f" ({task_label()})")  # durable before the task reports success
+        written = letters.flush()  # durable before the task reports success
         return KafkaWriteCommit(records=acknowledged[0], dead_letters=written)
 
     def _check_batch(

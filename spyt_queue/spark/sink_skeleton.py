@@ -10,8 +10,10 @@ parts every sink shares, once:
   Arrow writers calling the task;
 - one-line errors: every driver-side hook and every factory runs through
   :func:`~spyt_queue.spark.errors.user_errors`, so a spyt-queue error reaches the user as one line;
-- dead letters: a task carries its :class:`~spyt_queue.deadletter.BoundDeadLetters` (stage ``sink``) and reports
-  its count in its commit message's ``dead_letters``; the skeleton logs each batch's count at commit;
+- dead letters: a task carries its :class:`~spyt_queue.deadletter.BoundDeadLetters` (stage ``sink``); with one,
+  its write collects the bad records in a :class:`~spyt_queue.deadletter.DeadLetterCollector` (coordinates, reason,
+  record; written durably by its ``flush()`` before the task returns) and reports the count in its commit message's
+  ``dead_letters``; the skeleton logs each batch's count at commit;
 - batch logging: a committed batch is logged with the task's :meth:`~WriteTask.summary`, a failed one with what its
   :meth:`~WriteTask.abort` says stays;
 - overwrite refusal: :meth:`SinkFormat.refuse_overwrite` (complete output mode, ``mode("overwrite")``) in one wording.

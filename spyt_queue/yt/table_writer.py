@@ -54,16 +54,16 @@ from pyspark.sql.types import (
 )
 from yt.wrapper import YsonFormat, YtClient
 
-from spyt_queue.deadletter import yson_payload
+from spyt_queue.deadletter import DeadLetterCollector
 from spyt_queue.errors import BadRecordError, ProducerSequenceError, SchemaMismatchError
 from spyt_queue.records import (
     SERVICE_ROW_COLUMN,
     SERVICE_TABLET_COLUMN,
+    batch_coordinates,
     describe_record,
     first_null,
     source_of,
     task_label,
-    task_partition,
 )
 from spyt_queue.yt.backend import skip_empty_proxy_discovery
 from spyt_queue.yt.client import YtConnection
@@ -362,10 +362,10 @@ class YtTableWriter:
                 return stats
         pending: list[dict[str, Any]] = []
         position = 0
-        letters: list[Any] = []
+        letters = None if self.dead_letters is None else DeadLetterCollector(self.dead_letters)
         coordinates: list[tuple[str, int]] = []  # of the pending rows, with dead letters
         for batch in batches:
-            if self.dead_letters is not None:
+            if letters is not None:
                 pending.extend(self._prepare_diverting(batch, position, letters, coordinates))
             else:
                 self.check_nulls(batch, position, self._written_so_far(stats))
@@ -376,8 +376,8 @@ class YtTableWriter:
                 pending, coordinates = pending[self.dyn_batch_size :], coordinates[self.dyn_batch_size :]
         if pending:
             self._insert(pending, stats, letters, coordinates)
-        if self.dead_letters is not None:  # durable before the task returns: the batch commits only after them
-            stats.dead_letters += self.dead_letters.write(letters, f" ({task_label()})")
+        if letters is not None:  # durable before the task returns: the batch commits only after them
+            stats.dead_letters += letters.flush()
         return stats
 
     def _fast_path(self, batches: Iterator[pa.RecordBatch]) -> tuple[Iterator[pa.RecordBatch], bool]:
@@ -443,7 +443,7 @@ class YtTableWriter:
         self,
         rows: list[dict[str, Any]],
         stats: WriteStats,
-        letters: list[Any] | None = None,
+        letters: DeadLetterCollector | None = None,
         coordinates: list[tuple[str, int]] | None = None,
     ) -> None:
         try:
@@ -451,7 +451,7 @@ class YtTableWriter:
         except Exception as error:
             if is_transient_yt_error(error):
                 raise
-            if self.dead_letters is not None and letters is not None and coordinates is not None:
+            if letters is not None and coordinates is not None:
                 self._insert_one_by_one(rows, stats, letters, coordinates)  # the refused request wrote nothing
                 return
             raise BadRecordError(
@@ -461,26 +461,16 @@ class YtTableWriter:
         stats.requests += 1
 
     # -- dead letters (deadLetter.*): bad rows are diverted instead of failing the task ---------------------
-    def _coordinates(self, batch: pa.RecordBatch, first_row: int) -> list[tuple[str, int]]:
-        """Per row: the source tablet and row when the batch carries the service columns, else the Spark partition
-        (``spark-partition-N``) and the row's position in the task."""
-        task = task_partition()
-        names = batch.schema.names
-        if SERVICE_TABLET_COLUMN in names and SERVICE_ROW_COLUMN in names:
-            tablets = batch.column(SERVICE_TABLET_COLUMN).to_pylist()
-            rows = batch.column(SERVICE_ROW_COLUMN).to_pylist()
-            return [
-                (str(t), int(r)) if t is not None and r is not None else (task, first_row + i)
-                for i, (t, r) in enumerate(zip(tablets, rows, strict=True))
-            ]
-        return [(task, first_row + i) for i in range(batch.num_rows)]
-
     def _prepare_diverting(
-        self, batch: pa.RecordBatch, first_row: int, letters: list[Any], coordinates: list[tuple[str, int]]
+        self,
+        batch: pa.RecordBatch,
+        first_row: int,
+        letters: DeadLetterCollector,
+        coordinates: list[tuple[str, int]],
     ) -> list[dict[str, Any]]:
         """:meth:`_prepare` for a batch whose rows that hold a null in a required column or a value out of range
         are added to ``letters`` instead of failing the task; the kept rows' coordinates go to ``coordinates``."""
-        where = self._coordinates(batch, first_row)
+        where = batch_coordinates(batch, first_row)
         try:
             self.check_nulls(batch, first_row, "")
             rows = self._prepare(self._drop(batch), first_row)
@@ -496,23 +486,25 @@ class YtTableWriter:
                 rows.extend(self._prepare(self._drop(one), first_row + position))
                 coordinates.append(where[position])
             except BadRecordError as error:
-                partition, offset = where[position]
-                letters.append(self.dead_letters.letter(partition, offset, error, yson_payload(one.to_pylist()[0])))
+                letters.add_batch_row(where[position], error, one, 0)
         return rows
 
     def _insert_one_by_one(
-        self, rows: list[dict[str, Any]], stats: WriteStats, letters: list[Any], coordinates: list[tuple[str, int]]
+        self,
+        rows: list[dict[str, Any]],
+        stats: WriteStats,
+        letters: DeadLetterCollector,
+        coordinates: list[tuple[str, int]],
     ) -> None:
         """After a refused ``insert_rows`` (which wrote nothing): insert row by row, dead-lettering the rows the
         table refuses on their own."""
-        for row, (partition, offset) in zip(rows, coordinates, strict=True):
+        for row, where in zip(rows, coordinates, strict=True):
             try:
                 self.client.insert_rows(self.path, [row], update=True if self.table.sorted else None)
             except Exception as error:
                 if is_transient_yt_error(error):
                     raise
-                message = f"insert_rows into {self.path} refused the row: {error}"
-                letters.append(self.dead_letters.letter(partition, offset, message, yson_payload(row)))
+                letters.add(where, f"insert_rows into {self.path} refused the row: {error}", row)
                 continue
             stats.rows += 1
             stats.requests += 1

@@ -216,3 +216,27 @@ def test_hbase_sink_tells_a_refused_put_from_a_failed_call() -> None:
     assert not is_refusal(TTransportException(message="TSocket read 0 bytes"))
     assert not is_refusal(TApplicationException(TApplicationException.UNKNOWN_METHOD, "Invalid method name"))
     assert not is_refusal(OSError("connection reset"))
+
+
+def test_the_collector_keeps_each_bad_record_with_its_coordinates_and_writes_them_once() -> None:
+    """The one collector every sink's dead-letter path uses: a row's coordinates are the source row it carries,
+    else the task and its position; a batch row is kept as the row it was; ``flush`` writes every letter once
+    (nothing for none) and returns the count the commit message reports."""
+    from spyt_queue.deadletter import DeadLetterCollector
+
+    letters = _Letters()
+    collector = DeadLetterCollector(letters.bound)
+    assert collector.flush() == 0 and letters.written == []
+    collector.add_row({"v": 1, "__spyt_streaming_src_tablet_index": 2, "__spyt_streaming_src_row_index": 9}, 0, "bad")
+    collector.add_row({"v": 2}, 4, ValueError("too   large"))
+    collector.add_batch_row(("t", 5), "refused", pa.RecordBatch.from_pydict({"v": [7, 8]}), 1)
+    collector.add(("t", 6), "raw", b"\x01")
+    assert len(collector) == 4
+    assert collector.flush() == 4 and collector.flush() == 0
+    assert [(x.partition, x.offset, x.error) for x in letters.written] == [
+        ("2", 9, "bad"),
+        ("this task", 4, "ValueError: too large"),
+        ("t", 5, "refused"),
+        ("t", 6, "raw"),
+    ]
+    assert yson.loads(letters.written[2].payload, encoding=None) == {b"v": 8} and letters.written[3].payload == b"\x01"
