@@ -262,8 +262,16 @@ def _create(state: State, req: Request) -> Result:
     params = req.params
     _master_tx_check(state, params)
     node_type = _str(params, "type")
-    path = _plain_path(params)
+    path = _new_node_path(state, params, "path")
     attributes = _get(params, "attributes") or {}
+    ignore_existing, force = _bool(params, "ignore_existing"), _bool(params, "force")
+    if ignore_existing and force:
+        raise YtError('Cannot specify both "ignore_existing" and "force" options simultaneously')
+    if _bool(params, "ignore_type_mismatch"):
+        if not ignore_existing:
+            raise YtError('Cannot specify "ignore_type_mismatch" without "ignore_existing"')
+        if state.exists(path):  # any existing node is kept, whatever its type
+            return Result({"node_id": state.get(path + "/@id", None)})
     if node_type == "link":  # create("link", path, attributes={"target_path": ...}), as the link command does
         attributes = {str(k): v for k, v in dict(attributes).items()}
         target = attributes.pop("target_path", None)
@@ -289,12 +297,23 @@ def _create(state: State, req: Request) -> Result:
     return Result({"node_id": node_id})
 
 
+def _new_node_path(state: State, params: dict[str, Any], name: str) -> str:
+    """The path a node is to be created at. A trailing slash names a child with an empty name: its parent must
+    exist (else the resolve error), and the empty name is a YPath error (test_invalid_link_path_yt_23838)."""
+    raw = _path(params, name).path
+    if len(raw) > 2 and raw.endswith("/") and not raw.endswith("\\/"):
+        if not _bool(params, "recursive"):
+            state.get(raw.rstrip("/") + "/@id", None)  # the resolve error of a missing parent
+        raise YtError('Expected "literal" in YPath but found end-of-string', attributes={"path": raw})
+    return normalize_path(raw)
+
+
 def _link(state: State, req: Request) -> Result:
     params = req.params
     _master_tx_check(state, params)
     node_id = state.link(
         _plain_path(params, "target_path"),
-        _plain_path(params, "link_path"),
+        _new_node_path(state, params, "link_path"),
         _bool(params, "recursive"),
         _bool(params, "ignore_existing"),
         _bool(params, "force"),

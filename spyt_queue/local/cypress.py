@@ -365,6 +365,10 @@ class Cypress:
             "inherit_acl": True,
             "revision": yson.YsonUint64(int(node.sys.get("revision", 0))),
         }
+        if node is not self.root:
+            parent = self.find(node.path.rsplit("/", 1)[0] or "/") if node.path.count("/") > 2 else self.root
+            if parent is not None:
+                result["parent_id"] = parent.id
         if node.type == "link":
             result["target_path"] = node.sys.get("target_path")
             try:
@@ -559,7 +563,9 @@ class Cypress:
     ) -> tuple[Node, bool]:
         """Create a node; returns ``(node, created)``. ``table`` carries table metadata for tables."""
         components, attribute = split_path(path)
-        if attribute is not None or not components or components[0].startswith("#"):
+        if attribute is not None:
+            raise YtError('Expected "literal" in YPath but found "at" token "@"', attributes={"path": path})
+        if not components or components[0].startswith("#"):
             raise YtError(f"Cannot create a node at {path}")
         parent = self._ensure_parent(conn, components, path, recursive)
         name = components[-1]

@@ -93,10 +93,10 @@ class State:
         ]
         self.transactions = TransactionManager(self.timestamps)
         with self.storage.transaction() as conn:
-            for name in ("tmp", "home", "sys"):
-                if name not in self.cypress.root.children:
+            for path in ("//tmp", "//home", "//sys", "//sys/operations"):  # no operations run here: stays empty
+                if self.cypress.find(path) is None:
                     self.cypress.create(
-                        conn, "map_node", f"//{name}", recursive=False, ignore_existing=True, force=False, attributes={}
+                        conn, "map_node", path, recursive=False, ignore_existing=True, force=False, attributes={}
                     )
             self._persist_meta(conn)
         self._stop = threading.Event()

@@ -687,3 +687,129 @@ def test_list_with_attributes_virtual_maps() -> None:
     tx = ytc.start_transaction()
     txs = ls("//sys/transactions", attributes=["type"])
     assert yson.to_yson_type(tx, attributes={"type": "transaction"}) in txs
+
+
+def test_exists() -> None:
+    assert exists("//tmp")
+    assert not exists("//tmp/a")
+    assert not exists("//tmp/a/f/e")
+    assert not exists("//tmp/a/1/e")
+    assert not exists("//tmp/a/2/1")
+
+    set("//tmp/1", {})
+    assert exists("//tmp/1")
+    assert not exists("//tmp/1/2")
+
+    set("//tmp/a", {})
+    assert exists("//tmp/a")
+
+    set("//tmp/a/@list", [10])
+    assert exists("//tmp/a/@list")
+    assert exists("//tmp/a/@list/0")
+    assert not exists("//tmp/a/@list/1")
+
+    assert not exists("//tmp/a/@attr")
+    set("//tmp/a/@attr", {"key": "value"})
+    assert exists("//tmp/a/@attr")
+
+    assert exists("//sys/operations")
+    assert exists("//sys/transactions")
+    assert not exists("//sys/xxx")
+    assert not exists("//sys/operations/xxx")
+
+
+def test_node_parent_id() -> None:
+    parent_id = create("map_node", "//tmp/m")
+    create("table", "//tmp/m/t")
+    tx = ytc.start_transaction()
+    ytc.execute_command("lock", {"path": "//tmp/m/t", "mode": "exclusive", "transaction_id": tx})
+    assert get("//tmp/m/t/@parent_id") == parent_id
+    assert get("//tmp/m/t/@parent_id", transaction_id=tx) == parent_id
+
+
+def test_create() -> None:
+    create("map_node", "//tmp/some_node")
+
+
+def test_create_recursive_fail() -> None:
+    create("map_node", "//tmp/some_node")
+    with raises_yt_error('Node //tmp has no child with key "a"'):
+        create("map_node", "//tmp/a/b")
+
+
+def test_create_recursive_success() -> None:
+    create("map_node", "//tmp/a/b", recursive=True)
+
+
+def test_create_ignore_existing_success() -> None:
+    create("map_node", "//tmp/a/b", recursive=True)
+    create("map_node", "//tmp/a/b", ignore_existing=True)
+
+
+def test_create_ignore_existing_fail() -> None:
+    create("map_node", "//tmp/a/b", recursive=True)
+    with raises_yt_error(
+        '//tmp/a/b already exists and has type "map_node" while node of "table" type is about to be created'
+    ):
+        create("table", "//tmp/a/b", ignore_existing=True)
+
+
+def test_create_ignore_existing_force_fail() -> None:
+    with raises_yt_error('Cannot specify both "ignore_existing" and "force" options simultaneously'):
+        create("table", "//tmp/t", ignore_existing=True, force=True)
+
+
+def test_create_ignore_type_mismatch() -> None:
+    create("map_node", "//tmp/a/b", recursive=True)
+    create("map_node", "//tmp/a/b", ignore_existing=True, ignore_type_mismatch=True)
+    create("table", "//tmp/a/b", ignore_existing=True, ignore_type_mismatch=True)
+    assert get("//tmp/a/b/@type") == "map_node"
+
+
+def test_create_ignore_type_mismatch_without_ignore_existing_fail() -> None:
+    create("map_node", "//tmp/a/b", recursive=True)
+    with raises_yt_error('Cannot specify "ignore_type_mismatch" without "ignore_existing"'):
+        create("map_node", "//tmp/a/b", ignore_type_mismatch=True)
+
+
+def test_create_force() -> None:
+    """``test_create_force`` without its ``create("file", ...)`` (file nodes are not served)."""
+    id1 = create("table", "//tmp/t", force=True)
+    assert get("//tmp/t/@id") == id1
+    id2 = create("table", "//tmp/t", force=True)
+    assert get("//tmp/t/@id") == id2
+
+
+def test_create_recursive() -> None:
+    assert not exists("//tmp/a/b/c/d")
+    with raises_yt_error('Expected "literal" in YPath but found "at" token "@"'):
+        create("map_node", "//tmp/a/b/c/d/@d", recursive=True)
+    assert not exists("//tmp/a/b/c/d")
+    create("map_node", "//tmp/a/b/c/d", recursive=True)
+    assert exists("//tmp/a/b/c/d")
+
+
+def test_link_as_copy_target_fail() -> None:
+    create("table", "//tmp/t1")
+    create("table", "//tmp/t2")
+    link("//tmp/t1", "//tmp/l")
+    with raises_yt_error("already exists"):
+        copy("//tmp/t2", "//tmp/l")
+
+
+def test_link_as_copy_target_success() -> None:
+    id1 = create("table", "//tmp/t1")
+    create("table", "//tmp/t2")
+    link("//tmp/t1", "//tmp/l")
+    copy("//tmp/t2", "//tmp/l", force=True)
+    assert get("//tmp/l/@type") == "table"
+    assert get("//tmp/t1/@id") == id1
+
+
+def test_invalid_link_path_yt_23838() -> None:
+    # Must not crash.
+    error_message = 'Expected "literal" in YPath but found end-of-string'
+    with raises_yt_error('Node //tmp has no child with key "l"'):
+        link("//tmp", "//tmp/l/")
+    with raises_yt_error(error_message):
+        link("//tmp", "//tmp/l/", recursive=True)
