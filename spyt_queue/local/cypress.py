@@ -13,7 +13,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, value_paths
+from spyt_queue.local import expiration, ids, value_paths
 from spyt_queue.local.errors import ALREADY_EXISTS, RESOLVE_ERROR, YtError, resolve_error
 from spyt_queue.local.schema import TableSchema
 from spyt_queue.local.ypath import join, split_path
@@ -26,6 +26,8 @@ READ_ONLY_ATTRIBUTES = {
     "path",
     "key",
     "parent_id",
+    "user_attribute_keys",
+    "user_attributes",
     "creation_time",
     "modification_time",
     "access_time",
@@ -364,6 +366,8 @@ class Cypress:
             "acl": [],
             "inherit_acl": True,
             "revision": yson.YsonUint64(int(node.sys.get("revision", 0))),
+            "user_attribute_keys": list(node.attrs),
+            "user_attributes": copy.deepcopy(node.attrs),
         }
         if node is not self.root:
             parent = self.find(node.path.rsplit("/", 1)[0] or "/") if node.path.count("/") > 2 else self.root
@@ -562,6 +566,8 @@ class Cypress:
         value: Any = None,
     ) -> tuple[Node, bool]:
         """Create a node; returns ``(node, created)``. ``table`` carries table metadata for tables."""
+        if expiration.ATTRIBUTE in attributes:
+            expiration.check(attributes[expiration.ATTRIBUTE], is_root=False)
         components, attribute = split_path(path)
         if attribute is not None:
             raise YtError('Expected "literal" in YPath but found "at" token "@"', attributes={"path": path})
@@ -661,6 +667,8 @@ class Cypress:
             for name in value:
                 if name in READ_ONLY_ATTRIBUTES:
                     raise YtError(f'Builtin attribute "{name}" cannot be set')
+            if expiration.ATTRIBUTE in value:
+                expiration.check(value[expiration.ATTRIBUTE], is_root=node is self.root)
             node.attrs = dict(value)
         else:
             name = attribute[0]
@@ -669,6 +677,8 @@ class Cypress:
             if len(attribute) == 1:
                 if name == "tablet_cell_bundle":
                     check_tablet_cell_bundle(value)
+                if name == expiration.ATTRIBUTE:
+                    expiration.check(value, is_root=node is self.root)
                 if name in FIXED_WHILE_MOUNTED and node.table is not None and node.table.dynamic:
                     if name == "commit_ordering":
                         value = parse_commit_ordering(value)

@@ -15,7 +15,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, ordered, sorted_tables, tablet_checks, value_paths
+from spyt_queue.local import expiration, ids, ordered, sorted_tables, tablet_checks, value_paths
 from spyt_queue.local.cypress import (
     Cypress,
     Node,
@@ -108,8 +108,26 @@ class State:
         self._stop.set()
 
     def _sweep_loop(self) -> None:
-        while not self._stop.wait(1.0):
-            self.transactions.sweep()
+        """Every 0.25 s: remove nodes whose ``@expiration_time`` passed; every second: expire transactions."""
+        tick = 0
+        while not self._stop.wait(0.25):
+            try:
+                self._remove_expired_nodes()
+            except YtError:
+                pass  # a node that cannot be removed now is tried again on the next tick
+            tick += 1
+            if tick % 4 == 0:
+                self.transactions.sweep()
+
+    def _remove_expired_nodes(self) -> None:
+        with self.lock:
+            due = expiration.due(list(self.cypress.by_id.values()), time.time())
+            if not due:
+                return
+            with self.storage.transaction() as conn:
+                for node in due:
+                    if node.id in self.cypress.by_id:  # not gone with an expired ancestor
+                        self._drop_tables(conn, self.cypress.remove_node(conn, node))
 
     def _load_tablets(self) -> None:
         rows: dict[str, list[tuple[Any, ...]]] = {}

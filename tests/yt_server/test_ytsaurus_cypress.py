@@ -20,6 +20,9 @@ Skipped: ``//tmp/@recursive_resource_usage`` (an accounting attribute this serve
 
 from __future__ import annotations
 
+import datetime
+import time
+
 import pytest
 import yt.yson as yson
 import yt_commands_shim as ytc
@@ -813,3 +816,71 @@ def test_invalid_link_path_yt_23838() -> None:
         link("//tmp", "//tmp/l/")
     with raises_yt_error(error_message):
         link("//tmp", "//tmp/l/", recursive=True)
+
+
+def _current_time() -> str:
+    """``str(yt_helpers.get_current_time())``: now, as ``datetime`` prints it."""
+    return str(datetime.datetime.now(datetime.timezone.utc))
+
+
+def test_list_attributes() -> None:
+    """``test_list_attributes`` without its file node (``create("file")`` is not served)."""
+    create("map_node", "//tmp/map", attributes={"user_attr1": 10})
+    set("//tmp/map/@user_attr2", "abc")
+    assert sorted(get("//tmp/map/@user_attribute_keys")) == sorted(["user_attr1", "user_attr2"])
+    assert get("//tmp/map/@user_attributes") == {
+        "user_attr1": 10,
+        "user_attr2": "abc",
+    }
+
+    create("table", "//tmp/table")
+    assert get("//tmp/table/@user_attribute_keys") == []
+    assert get("//tmp/table/@user_attributes") == {}
+
+
+def test_boolean() -> None:
+    set_raw("//tmp/boolean", b"%true")
+    assert get("//tmp/boolean/@type") == "boolean_node"
+    assert get("//tmp/boolean")
+
+
+def test_uint64() -> None:
+    set_raw("//tmp/my_uint", b"123456u")
+    assert get("//tmp/my_uint/@type") == "uint64_node"
+    assert get("//tmp/my_uint") == 123456
+
+
+def test_expiration_time_validation() -> None:
+    create("table", "//tmp/t")
+    with raises_yt_error("Error setting builtin attribute"):
+        set("//tmp/t/@expiration_time", "hello")
+
+
+def test_expiration_time_change() -> None:
+    create("table", "//tmp/t", attributes={"expiration_time": "2030-04-03T21:25:29.000000Z"})
+    assert get("//tmp/t/@expiration_time") == "2030-04-03T21:25:29.000000Z"
+    remove("//tmp/t/@expiration_time")
+    assert not exists("//tmp/t/@expiration_time")
+
+
+def test_expiration_time_can_be_set_upon_construction2() -> None:
+    create(
+        "table",
+        "//tmp/t",
+        attributes={
+            "expiration_time": str(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=10.0))
+        },
+    )
+    time.sleep(1)
+    assert exists("//tmp/t")
+
+
+def test_expiration_time_removal() -> None:
+    """``test_expiration_time_removal``, waiting for the removal instead of sleeping a fixed second."""
+    create("table", "//tmp/t", attributes={"expiration_time": _current_time()})
+    ytc.wait(lambda: not exists("//tmp/t"))
+
+
+def test_no_expiration_time_for_root() -> None:
+    with raises_yt_error('Cannot set "expiration_time" for the root'):
+        set("//@expiration_time", _current_time())
