@@ -103,6 +103,7 @@ class KafkaBackend(QueueBackend):
         self.consume_batch = consume_batch
         self._arrow_schema: pa.Schema | None = None
         self._last_transient: str | None = None  # the last broker error event of the range being read (text)
+        self._eof_at: int | None = None  # the offset of the last partition-EOF event of the range being read
 
     @property
     def source_id(self) -> str:
@@ -214,7 +215,10 @@ class KafkaBackend(QueueBackend):
         if self._arrow_schema is None:
             self._arrow_schema = arrow_schema(self.schema())
         with pooled_consumer(self.config) as consumer:
-            low = self._low_watermark(consumer, topic, index)
+            low, high = self._watermarks(consumer, topic, index)
+            if high < end:
+                self._log_ends_early(partition, start, end, high, on_data_loss)
+                return
             if low > start:
                 on_data_loss.report(
                     f"offsets [{start}, {min(low, end)}) of {self.describe(partition)} were deleted (retention) "
@@ -226,9 +230,27 @@ class KafkaBackend(QueueBackend):
             consumer.assign([TopicPartition(topic, index, start)])
             yield from self._consume(consumer, topic, index, start, end, partition, on_data_loss)
 
+    def _log_ends_early(
+        self, partition: str, position: int, end: int, high: int, on_data_loss: DataLossHandler
+    ) -> None:
+        """The log of ``partition`` ends at ``high``, before the planned ``end``: its topic was deleted and created
+        again (or the partition truncated) after the batch was planned, so ``[position, end)`` is not there to read.
+        As Spark's Kafka source, fail (``failOnDataLoss=true``) or skip the rest of the range with a warning; the
+        next batch's plan moves the position to the new log's first offset, so its records are read once."""
+        on_data_loss.report(
+            f"offsets [{position}, {end}) of {self.describe(partition)} are no longer in the log, which ends at "
+            f"{high}: its topic was deleted and created again (or the partition truncated) after the batch was "
+            "planned; the next batch reads the partition from its first offset"
+        )
+
     def _low_watermark(self, consumer: Any, topic: str, index: int) -> int:
-        """First available offset. A pooled consumer may not know a partition added since it last looked (its
-        metadata is refreshed, 10 times at most); a transient error (the broker restarting, the partition's leader
+        """First available offset (:meth:`_watermarks`)."""
+        return self._watermarks(consumer, topic, index)[0]
+
+    def _watermarks(self, consumer: Any, topic: str, index: int) -> tuple[int, int]:
+        """First available offset and the high watermark, asked of the partition's leader. A pooled consumer may
+        not know a partition added since it last looked (its metadata is refreshed, 10 times at most); a transient
+        error (the broker restarting, the partition's leader
         down) is retried until ``kafkaConsumer.pollTimeoutMs`` has passed, then fails the task with
         :class:`UnreachableError` (:meth:`_unreachable`)."""
         started = time.monotonic()
@@ -239,8 +261,8 @@ class KafkaBackend(QueueBackend):
             try:
                 if unknown:
                     consumer.list_topics(topic, timeout=timeout)  # refresh metadata
-                low, _high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=timeout)
-                return int(low)
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=timeout)
+                return int(low), int(high)
             except KafkaException as error:
                 code = error.args[0].code()
                 if code == KafkaError._UNKNOWN_PARTITION and unknown < 9:
@@ -277,6 +299,7 @@ class KafkaBackend(QueueBackend):
         position = start
         waiting_since = time.monotonic()
         self._last_transient = None
+        self._eof_at = None
         while position < end:
             batch, position = self._poll(consumer, topic, index, position, end, partition, on_data_loss)
             if batch is not None:
@@ -286,7 +309,17 @@ class KafkaBackend(QueueBackend):
             next_offset = consumer.position([TopicPartition(topic, index)])[0].offset
             if next_offset >= 0:
                 position = max(position, next_offset)
-            if position < end and (time.monotonic() - waiting_since) * 1000 > self.poll_timeout_ms:
+            if position >= end:
+                break
+            timed_out = (time.monotonic() - waiting_since) * 1000 > self.poll_timeout_ms
+            if timed_out or (self._eof_at is not None and self._eof_at <= position):
+                # The log ends before the batch does: was it deleted and created again under the read?
+                self._eof_at = None
+                high = self._watermarks(consumer, topic, index)[1]
+                if high < end and position >= high:
+                    self._log_ends_early(partition, position, end, high, on_data_loss)
+                    return
+            if timed_out:
                 if self._last_transient is not None:  # the broker said why: its leader is away
                     what = f"offset {position} (batch ends at {end})"
                     raise self._unreachable(partition, what, waiting_since, self._last_transient)
@@ -321,6 +354,7 @@ class KafkaBackend(QueueBackend):
                         continue
                     if error.code() == KafkaError._PARTITION_EOF:
                         seen_to = max(seen_to, message.offset())  # everything before the EOF offset was seen
+                        self._eof_at = message.offset()
                     elif is_transient_code(error):  # librdkafka reconnects; _consume bounds the wait
                         self._last_transient = str(error)
                         log.info("%s: %s; waiting for the broker", self.describe(partition), error)
