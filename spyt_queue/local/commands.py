@@ -689,6 +689,8 @@ def _copy(state: State, req: Request) -> Result:
         _bool(params, "recursive"),
         _bool(params, "force"),
         _bool(params, "ignore_existing"),
+        _bool(params, "preserve_expiration_time"),
+        _bool(params, "preserve_expiration_timeout"),
     )
     return Result({"node_id": node_id})
 

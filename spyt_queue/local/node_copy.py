@@ -20,8 +20,27 @@ if TYPE_CHECKING:
     from spyt_queue.local.state import State
 
 
-def copy(state: State, source: str, destination: str, recursive: bool, force: bool, ignore_existing: bool) -> str:
-    """``copy``: the id of the copy (of the existing node with ``ignore_existing``)."""
+def copy(
+    state: State,
+    source: str,
+    destination: str,
+    recursive: bool,
+    force: bool,
+    ignore_existing: bool,
+    preserve_expiration_time: bool = False,
+    preserve_expiration_timeout: bool = False,
+) -> str:
+    """``copy``: the id of the copy (of the existing node with ``ignore_existing``). A copy keeps
+    ``@expiration_time``/``@expiration_timeout`` only when asked to (``preserve_expiration_time``,
+    ``preserve_expiration_timeout``), as ``TCopyNodeOptions`` has it."""
+    dropped = {
+        name
+        for name, keep in (
+            ("expiration_time", preserve_expiration_time),
+            ("expiration_timeout", preserve_expiration_timeout),
+        )
+        if not keep
+    }
     if ignore_existing and force:
         raise YtError('Cannot specify both "ignore_existing" and "force" options simultaneously')
     components, attribute = split_path(destination)
@@ -31,7 +50,8 @@ def copy(state: State, source: str, destination: str, recursive: bool, force: bo
         node = state.cypress.resolve(source)
         _check_placement(state, node, components, destination)
         if node.table is not None:
-            return static_tables.copy(state, source, destination, recursive, force, ignore_existing)
+            attributes = _copied_attributes(node, dropped)
+            return static_tables.copy(state, source, destination, recursive, force, ignore_existing, attributes)
         tables = [n.path for n in _subtree(node) if n.table is not None]
         if tables:
             raise YtError(
@@ -46,11 +66,11 @@ def copy(state: State, source: str, destination: str, recursive: bool, force: bo
                 recursive=recursive,
                 ignore_existing=ignore_existing,
                 force=force,
-                attributes=_copy.deepcopy(node.attrs),
+                attributes=_copied_attributes(node, dropped),
                 value=_copy.deepcopy(node.sys.get("value")),
             )
             if created:
-                _copy_contents(state, conn, node, copied)
+                _copy_contents(state, conn, node, copied, dropped)
             return copied.id
 
 
@@ -76,7 +96,11 @@ def _subtree(node: Node) -> list[Node]:
     return nodes
 
 
-def _copy_contents(state: State, conn: Any, source: Node, copied: Node) -> None:
+def _copied_attributes(node: Node, dropped: set[str]) -> dict[str, Any]:
+    return {name: _copy.deepcopy(value) for name, value in node.attrs.items() if name not in dropped}
+
+
+def _copy_contents(state: State, conn: Any, source: Node, copied: Node, dropped: set[str]) -> None:
     """A link's target and a map node's children (each with its attributes and value), into ``copied``."""
     if source.type == "link":
         copied.sys["target_path"] = source.sys.get("target_path")
@@ -89,10 +113,10 @@ def _copy_contents(state: State, conn: Any, source: Node, copied: Node) -> None:
             recursive=False,
             ignore_existing=False,
             force=False,
-            attributes=_copy.deepcopy(child.attrs),
+            attributes=_copied_attributes(child, dropped),
             value=_copy.deepcopy(child.sys.get("value")),
         )
-        _copy_contents(state, conn, child, child_copy)
+        _copy_contents(state, conn, child, child_copy, dropped)
 
 
 __all__ = ["copy"]

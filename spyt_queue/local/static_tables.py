@@ -205,9 +205,17 @@ def concatenate(state: State, sources: list[str], destination: str, append: bool
             _store(state, conn, target, rows, chunks)
 
 
-def copy(state: State, source: str, destination: str, recursive: bool, force: bool, ignore_existing: bool) -> str:
-    """``copy`` of a table: same schema, attributes, rows, tablets (unmounted) and chunks. A dynamic table must be
-    unmounted or frozen, as the master requires."""
+def copy(
+    state: State,
+    source: str,
+    destination: str,
+    recursive: bool,
+    force: bool,
+    ignore_existing: bool,
+    attributes: dict[str, Any] | None = None,
+) -> str:
+    """``copy`` of a table: same schema, attributes (``attributes`` instead when given), rows, tablets (unmounted)
+    and chunks. A dynamic table must be unmounted or frozen, as the master requires."""
     with state.lock:
         node = state.cypress.resolve(source)
         table = node.table
@@ -234,7 +242,7 @@ def copy(state: State, source: str, destination: str, recursive: bool, force: bo
                 recursive=recursive,
                 ignore_existing=ignore_existing,
                 force=force,
-                attributes=dict(node.attrs),
+                attributes=dict(node.attrs) if attributes is None else attributes,
                 table=meta,
             )
             if not created:

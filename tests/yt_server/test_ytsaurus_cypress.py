@@ -884,3 +884,33 @@ def test_expiration_time_removal() -> None:
 def test_no_expiration_time_for_root() -> None:
     with raises_yt_error('Cannot set "expiration_time" for the root'):
         set("//@expiration_time", _current_time())
+
+
+def _in(seconds: float) -> str:
+    """``str(get_current_time() + timedelta(seconds=...))``."""
+    return str(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds))
+
+
+def test_copy_preserve_expiration_time() -> None:
+    """``test_copy_preserve_expiration_time``, waiting for the removals instead of sleeping two seconds."""
+    create("table", "//tmp/t1", attributes={"expiration_time": _in(1)})
+    copy("//tmp/t1", "//tmp/t2", preserve_expiration_time=True)
+    assert exists("//tmp/t2/@expiration_time")
+    ytc.wait(lambda: not exists("//tmp/t1") and not exists("//tmp/t2"))
+
+
+def test_copy_dont_preserve_expiration_time() -> None:
+    """``test_copy_dont_preserve_expiration_time``, waiting for the source's removal instead of sleeping."""
+    create("table", "//tmp/t1", attributes={"expiration_time": _in(1)})
+    copy("//tmp/t1", "//tmp/t2")
+    assert not exists("//tmp/t2/@expiration_time")
+    ytc.wait(lambda: not exists("//tmp/t1"))
+    assert exists("//tmp/t2")
+
+
+def test_copy_dont_preserve_expiration_timeout() -> None:
+    """``test_copy_dont_preserve_expiration_timeout`` up to its timed removal (``@expiration_timeout`` is stored
+    but not acted on here)."""
+    create("table", "//tmp/t1", attributes={"expiration_timeout": 1000})
+    copy("//tmp/t1", "//tmp/t2")
+    assert not exists("//tmp/t2/@expiration_timeout")
