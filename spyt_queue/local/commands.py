@@ -9,7 +9,7 @@ from typing import Any
 import yt.yson as yson
 
 from spyt_queue.local import ids, mutations, node_copy, producer, queues, reads, static_tables, tablets
-from spyt_queue.local.errors import YtError
+from spyt_queue.local.errors import RESOLVE_ERROR, YtError
 from spyt_queue.local.formats import (
     Format,
     decode_rows,
@@ -19,6 +19,7 @@ from spyt_queue.local.formats import (
 )
 from spyt_queue.local.schema import convert_input_types
 from spyt_queue.local.state import State, normalize_path
+from spyt_queue.local.transactions import PREREQUISITE_CHECK_FAILED
 from spyt_queue.local.ypath import RichPath, parse_rich_path
 
 NULL, STRUCTURED, TABULAR = "null", "structured", "tabular"
@@ -167,6 +168,30 @@ def _master_tx_check(state: State, params: dict[str, Any]) -> None:
         state.transactions.get(str(tx_id))
     for prerequisite in _get(params, "prerequisite_transaction_ids") or []:
         state.transactions.prerequisite(_text(prerequisite))
+    for item in _get(params, "prerequisite_revisions") or []:
+        _check_prerequisite_revision(state, item)
+
+
+def _check_prerequisite_revision(state: State, item: Any) -> None:
+    """A ``prerequisite_revisions`` item ``{path; revision}``: the node must exist and have that ``@revision``
+    (1000 ``Prerequisite check failed``, as the master's prerequisite check)."""
+    path = normalize_path(parse_rich_path(_required(item, "path"), "prerequisite path").path)
+    expected = int(_required(item, "revision"))
+    try:
+        actual = int(state.get(path + "/@revision", None))
+    except YtError as exc:
+        if not exc.contains_code(RESOLVE_ERROR):
+            raise
+        raise YtError(
+            f"Prerequisite check failed: failed to resolve path {path}",
+            code=PREREQUISITE_CHECK_FAILED,
+            inner_errors=[exc],
+        ) from None
+    if actual != expected:
+        raise YtError(
+            f"Prerequisite check failed: revision mismatch for path {path}: expected {expected}, found {actual}",
+            code=PREREQUISITE_CHECK_FAILED,
+        )
 
 
 def _text(value: Any) -> str:
@@ -554,8 +579,15 @@ def _execute_batch(state: State, req: Request) -> Result:
     if not isinstance(requests, list):
         raise YtError('Error parsing parameters: "requests" must be a list')
     concurrency = _int(req.params, "concurrency", 50)
-    if concurrency is None or concurrency <= 0:
-        raise YtError(f'Error parsing parameters: "concurrency" must be greater than 0, got {concurrency}')
+    if concurrency is None or concurrency <= 0:  # the YSON struct's validator of TExecuteBatchOptions
+        raise YtError(
+            "Error parsing command arguments",
+            inner_errors=[
+                YtError(
+                    "Validation failed at /concurrency", inner_errors=[YtError(f"Expected > 0, found {concurrency}")]
+                )
+            ],
+        )
     return Result({"results": [_batch_part(state, part, req.header_format) for part in requests]})
 
 
@@ -691,6 +723,7 @@ def _copy(state: State, req: Request) -> Result:
         _bool(params, "ignore_existing"),
         _bool(params, "preserve_expiration_time"),
         _bool(params, "preserve_expiration_timeout"),
+        tuple(name for name in ("creation_time", "modification_time") if _bool(params, f"preserve_{name}")),
     )
     return Result({"node_id": node_id})
 

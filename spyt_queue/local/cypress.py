@@ -490,7 +490,7 @@ class Cypress:
         except value_paths.IntoValue as into:
             if attribute is not None:
                 raise value_paths.refuse_attributes(into.node.path, into.rest) from None
-            return value_paths.get(into.node.sys.get("value"), into.rest, into.node.path, path)
+            return value_paths.get(into.node.sys.get("value"), into.rest, value_paths.display_root(into.node), path)
         if attribute == [] and attributes is not None:  # get(path/@, attributes=[...]): only those
             available = self.attributes(node)
             return {name: available[name] for name in attributes if name in available}
@@ -573,6 +573,7 @@ class Cypress:
             raise YtError('Expected "literal" in YPath but found "at" token "@"', attributes={"path": path})
         if not components or components[0].startswith("#"):
             raise YtError(f"Cannot create a node at {path}")
+        components = [c[:-1] if c.endswith("&") else c for c in components]  # ``&`` means nothing on map nodes
         parent = self._ensure_parent(conn, components, path, recursive)
         name = components[-1]
         existing = parent.children.get(name)

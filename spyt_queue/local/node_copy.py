@@ -29,10 +29,12 @@ def copy(
     ignore_existing: bool,
     preserve_expiration_time: bool = False,
     preserve_expiration_timeout: bool = False,
+    preserve_times: tuple[str, ...] = (),
 ) -> str:
     """``copy``: the id of the copy (of the existing node with ``ignore_existing``). A copy keeps
     ``@expiration_time``/``@expiration_timeout`` only when asked to (``preserve_expiration_time``,
-    ``preserve_expiration_timeout``), as ``TCopyNodeOptions`` has it."""
+    ``preserve_expiration_timeout``), as ``TCopyNodeOptions`` has it; ``preserve_times`` names the times it keeps
+    (``creation_time``, ``modification_time``: ``preserve_creation_time``, ``preserve_modification_time``)."""
     dropped = {
         name
         for name, keep in (
@@ -51,7 +53,9 @@ def copy(
         _check_placement(state, node, components, destination)
         if node.table is not None:
             attributes = _copied_attributes(node, dropped)
-            return static_tables.copy(state, source, destination, recursive, force, ignore_existing, attributes)
+            copied_id = static_tables.copy(state, source, destination, recursive, force, ignore_existing, attributes)
+            _keep_times(state, node, state.cypress.by_id[copied_id], preserve_times)
+            return copied_id
         tables = [n.path for n in _subtree(node) if n.table is not None]
         if tables:
             raise YtError(
@@ -71,7 +75,8 @@ def copy(
             )
             if created:
                 _copy_contents(state, conn, node, copied, dropped)
-            return copied.id
+        _keep_times(state, node, copied, preserve_times if created else ())
+        return copied.id
 
 
 def _check_placement(state: State, node: Node, components: list[str], destination: str) -> None:
@@ -94,6 +99,16 @@ def _subtree(node: Node) -> list[Node]:
         nodes.append(current)
         stack.extend(current.children.values())
     return nodes
+
+
+def _keep_times(state: State, source: Node, copied: Node, names: tuple[str, ...]) -> None:
+    """The source's ``creation_time``/``modification_time`` on the copy, as asked."""
+    if not names or copied is source:
+        return
+    for name in names:
+        copied.sys[name] = source.sys.get(name)
+    with state.storage.transaction() as conn:
+        state.cypress.persist(conn, copied)
 
 
 def _copied_attributes(node: Node, dropped: set[str]) -> dict[str, Any]:

@@ -549,7 +549,8 @@ class State:
             if into is not None:
                 if attribute is not None:
                     raise value_paths.refuse_attributes(into.node.path, into.rest)
-                self.cypress.store_value(conn, into.node, value_paths.set_item(*_item_args(into, _plain(value))))
+                new_value = value_paths.set_item(*_item_args(into, _plain(value)), recursive=recursive)
+                self.cypress.store_value(conn, into.node, new_value)
                 return
             if not path.strip("/") and attribute is None:
                 # The root's type cannot change (test_invalid_cases); replacing it is not modelled.
@@ -854,7 +855,7 @@ class State:
 
 def _item_args(into: value_paths.IntoValue, *item: Any) -> tuple[Any, ...]:
     """The arguments of ``value_paths.set_item``/``remove_item`` for a path below a list or document node."""
-    return (into.node.sys.get("value"), into.rest, *item, into.node.path, into.full_path)
+    return (into.node.sys.get("value"), into.rest, *item, value_paths.display_root(into.node), into.full_path)
 
 
 def _per_tablet_counts(name: str, values: Any, table: TableMeta, tablet_count: Any) -> list[int] | None:

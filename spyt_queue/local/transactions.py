@@ -199,6 +199,13 @@ class TransactionManager:
     def prerequisite(self, tx_id: str) -> Transaction:
         """A live prerequisite transaction; 1000 ``Prerequisite check failed`` if it is not
         (``GetAndValidatePrerequisiteTransaction``)."""
+        parts = str(tx_id).split("-")
+        try:
+            cell_tag = int(parts[2], 16) >> 16 if len(parts) == 4 else None
+        except ValueError:
+            cell_tag = None
+        if cell_tag is not None and cell_tag != ids.CELL_TAG:
+            raise YtError(f"Unknown transaction cell tag {cell_tag}", attributes={"transaction_id": str(tx_id)})
         tx = self.find(str(tx_id))
         if tx is None:
             raise YtError(f"Prerequisite check failed: transaction {tx_id} is missing", code=PREREQUISITE_CHECK_FAILED)

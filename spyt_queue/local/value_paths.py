@@ -46,16 +46,24 @@ def _index(items: list[Any], token: str) -> int | None:
     return None
 
 
+def display_root(node: Any) -> str:
+    """How errors name the node's value: a list node by its path; a document's value is a tree of its own, whose
+    root YTsaurus calls ``Root node`` and whose items ``Node /a/b``."""
+    return node.path if node.type == "list_node" else ""
+
+
 def _no_child(display: str, value: Any, token: str, full_path: str) -> YtError:
+    who = f"Node {display}" if display else "Root node"
     if isinstance(value, list):
-        return resolve_error(full_path, f"Node {display} has no child with index {token}")
+        return resolve_error(full_path, f"{who} has no child with index {token}")
     if isinstance(value, dict):
-        return resolve_error(full_path, f'Node {display} has no child with key "{token}"')
-    return resolve_error(full_path, f"Node {display} cannot have children")
+        return resolve_error(full_path, f'{who} has no child with key "{token}"')
+    return resolve_error(full_path, f"{who} cannot have children")
 
 
-def _descend(value: Any, rest: list[str], display: str, full_path: str) -> tuple[Any, str]:
-    """The item at ``rest`` below ``value`` and its display path; resolve errors as YTsaurus words them."""
+def _descend(value: Any, rest: list[str], display: str, full_path: str, recursive: bool = False) -> tuple[Any, str]:
+    """The item at ``rest`` below ``value`` and its display path; resolve errors as YTsaurus words them. With
+    ``recursive`` a missing map key becomes an empty map (``set`` with ``recursive``)."""
     for token in rest:
         if isinstance(value, list):
             index = _index(value, token)
@@ -63,6 +71,9 @@ def _descend(value: Any, rest: list[str], display: str, full_path: str) -> tuple
                 raise _no_child(display, value, token, full_path)
             value = value[index]
         elif isinstance(value, dict) and token in value:
+            value = value[token]
+        elif isinstance(value, dict) and recursive:
+            value[token] = {}
             value = value[token]
         else:
             raise _no_child(display, value, token, full_path)
@@ -84,11 +95,11 @@ def exists(value: Any, rest: list[str]) -> bool:
     return True
 
 
-def set_item(value: Any, rest: list[str], item: Any, display: str, full_path: str) -> Any:
+def set_item(value: Any, rest: list[str], item: Any, display: str, full_path: str, recursive: bool = False) -> Any:
     """``value`` with the item at ``rest`` set to ``item`` (a list: replaced by index, or inserted by ``end``,
-    ``begin``, ``before:N``, ``after:N``; a map: the key set)."""
+    ``begin``, ``before:N``, ``after:N``; a map: the key set; missing maps on the way made with ``recursive``)."""
     result = copy.deepcopy(value)
-    parent, parent_display = _descend(result, rest[:-1], display, full_path)
+    parent, parent_display = _descend(result, rest[:-1], display, full_path, recursive)
     token = rest[-1]
     if isinstance(parent, list):
         if token == "end":

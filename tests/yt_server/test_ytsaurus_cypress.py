@@ -26,7 +26,7 @@ import time
 import pytest
 import yt.yson as yson
 import yt_commands_shim as ytc
-from yt.common import YtError
+from yt.common import YtError, YtResponseError
 from yt.wrapper.driver import make_request
 from yt_commands_shim import create, exists, get, link, raises_yt_error, remove, set
 
@@ -914,3 +914,222 @@ def test_copy_dont_preserve_expiration_timeout() -> None:
     create("table", "//tmp/t1", attributes={"expiration_timeout": 1000})
     copy("//tmp/t1", "//tmp/t2")
     assert not exists("//tmp/t2/@expiration_timeout")
+
+
+def make_batch_request(command_name: str, input: object = None, **kwargs: object) -> dict:
+    """``yt_commands.make_batch_request``."""
+    request: dict = {"command": command_name, "parameters": dict(kwargs)}  # execute_command maps //tmp
+    if input is not None:
+        request["input"] = input
+    return request
+
+
+def execute_batch(requests: list, **kwargs: object) -> list:
+    """``yt_commands.execute_batch``: the parts' answers."""
+    return ytc.execute_command("execute_batch", {"requests": requests, **kwargs})["results"]
+
+
+def get_batch_output(result: dict) -> object:
+    """``yt_commands.get_batch_output``: a part's output, or its error raised."""
+    if "error" in result:
+        raise YtResponseError(result["error"])
+    return result.get("output")
+
+
+def test_preserve_creation_time() -> None:
+    """``test_preserve_creation_time`` (both parametrisations) without its ``move`` half."""
+    for preserve in (False, True):
+        create("table", "//tmp/t1", force=True)
+        creation_time = get("//tmp/t1/@creation_time")
+        time.sleep(0.01)  # distinct creation times, not a timing assertion
+        copy("//tmp/t1", "//tmp/t2", preserve_creation_time=preserve, force=True)
+        assert preserve == (creation_time == get("//tmp/t2/@creation_time"))
+
+
+def test_preserve_modification_time() -> None:
+    """``test_preserve_modification_time`` (both parametrisations) without its ``move`` half."""
+    for preserve in (False, True):
+        create("table", "//tmp/t1", force=True)
+        modification_time = get("//tmp/t1/@modification_time")
+        time.sleep(0.01)  # distinct modification times, not a timing assertion
+        copy("//tmp/t1", "//tmp/t2", preserve_modification_time=preserve, force=True)
+        assert preserve == (modification_time == get("//tmp/t2/@modification_time"))
+
+
+def test_ignore_ampersand1() -> None:
+    set("//tmp/map", {})
+    set("//tmp/map&/a", "b")
+    assert get("//tmp/map&/a") == "b"
+    assert get("//tmp/map&/@type") == "map_node"
+
+
+def test_ignore_ampersand2() -> None:
+    """``test_ignore_ampersand2`` (list nodes allowed, as in ``test_list``)."""
+    set("//tmp/list", [])
+    set("//tmp/list&/end", "x")
+    assert get("//tmp/list&/0") == "x"
+    assert get("//tmp/list&/@type") == "list_node"
+
+
+def test_ignore_ampersand4() -> None:
+    assert not exists("//tmp/missing")
+    assert not exists("//tmp/missing&")
+    assert exists("//tmp")
+    assert exists("//tmp&")
+
+
+def test_batch_empty() -> None:
+    assert execute_batch([]) == []
+
+
+def test_batch_error() -> None:
+    results = execute_batch(
+        [
+            make_batch_request("get", path="//nonexisting1"),
+            make_batch_request("get", path="//nonexisting2"),
+        ]
+    )
+    assert len(results) == 2
+    with raises_yt_error("Error resolving path"):
+        get_batch_output(results[0])
+    with raises_yt_error("Error resolving path"):
+        get_batch_output(results[1])
+
+
+def test_batch_success() -> None:
+    set_results = execute_batch(
+        [
+            make_batch_request("set", path="//tmp/a", input="a"),
+            make_batch_request("set", path="//tmp/b", input="b"),
+        ]
+    )
+    assert len(set_results) == 2
+    assert not get_batch_output(set_results[0])
+    assert not get_batch_output(set_results[1])
+
+    get_results = execute_batch(
+        [
+            make_batch_request("get", return_only_value=True, path="//tmp/a"),
+            make_batch_request("get", return_only_value=True, path="//tmp/b"),
+        ]
+    )
+    assert len(get_results) == 2
+    assert get_batch_output(get_results[0]) == "a"
+    assert get_batch_output(get_results[1]) == "b"
+
+
+def test_batch_with_concurrency_failure() -> None:
+    with raises_yt_error("Validation failed at /concurrency"):
+        execute_batch([], concurrency=-1)
+
+
+def test_batch_with_concurrency_success() -> None:
+    for i in range(10):
+        set(f"//tmp/{i}", i)
+    get_results = execute_batch(
+        [make_batch_request("get", return_only_value=True, path=f"//tmp/{i}") for i in range(10)],
+        concurrency=2,
+    )
+    assert len(get_results) == 10
+    for i in range(10):
+        assert get_batch_output(get_results[i]) == i
+
+
+def test_prerequisite_transactions() -> None:
+    with raises_yt_error("Unknown transaction cell tag"):
+        set("//tmp/test_node", {}, prerequisite_transaction_ids=["a-b-c-d"])
+
+    tx = ytc.start_transaction()
+    set("//tmp/test_node", {}, prerequisite_transaction_ids=[tx])
+    remove("//tmp/test_node", prerequisite_transaction_ids=[tx])
+
+
+def test_write_with_prerequisite_revisions() -> None:
+    set("//tmp/test_node/inner_node", "value", recursive=True)
+    revision = get("//tmp/test_node/inner_node/@revision")
+
+    with raises_yt_error("revision mismatch"):
+        set(
+            "//tmp/test_node/inner_node",
+            "another value 1",
+            prerequisite_revisions=[{"path": "//tmp/test_node/inner_node", "revision": revision + 1}],
+        )
+
+    with raises_yt_error("Prerequisite check failed: failed to resolve path"):
+        copy(
+            "//tmp/test_node/inner_node",
+            "//tmp/unexisting_node",
+            prerequisite_revisions=[{"path": "//tmp/unexisting_node", "revision": 0}],
+        )
+
+    set(
+        "//tmp/test_node/inner_node",
+        "another value 3",
+        prerequisite_revisions=[{"path": "//tmp/test_node/inner_node", "revision": revision}],
+    )
+
+    assert get("//tmp/test_node/inner_node") == "another value 3"
+    assert revision < get("//tmp/test_node/inner_node/@revision")
+
+
+def test_read_with_prerequisite_revisions() -> None:
+    set("//tmp/test_node/inner_node", "value", recursive=True)
+    revision = get("//tmp/test_node/inner_node/@revision")
+
+    assert (
+        get(
+            "//tmp/test_node/inner_node",
+            prerequisite_revisions=[{"path": "//tmp/test_node/inner_node", "revision": revision}],
+        )
+        == "value"
+    )
+
+    set("//tmp/test_node/inner_node", "another value 3")
+
+    with raises_yt_error("revision mismatch"):
+        get(
+            "//tmp/test_node/inner_node",
+            prerequisite_revisions=[{"path": "//tmp/test_node/inner_node", "revision": revision}],
+        )
+
+
+def test_document() -> None:
+    """``test_document`` (its ``gc_collect`` is not needed: removal is immediate here)."""
+    create("document", "//tmp/d1")
+
+    set("//tmp/d1", {})
+    assert get("//tmp/d1") == {}
+    assert get("//tmp/d1/@type") == "document"
+
+    set("//tmp/d1/value", 10)
+    assert get("//tmp/d1/value") == 10
+
+    with raises_yt_error('Root node has no child with key "some"'):
+        set("//tmp/d1/some/path", "hello")
+
+    set("//tmp/d1/some/path", "hello", recursive=True)
+    assert get("//tmp/d1") == {"value": 10, "some": {"path": "hello"}}
+    assert get("//tmp/d1/some") == {"path": "hello"}
+
+    copy("//tmp/d1", "//tmp/d2")
+    assert get("//tmp/d1") == get("//tmp/d2")
+
+    remove("//tmp/d1/some")
+    assert get("//tmp/d1") == {"value": 10}
+
+    set("//tmp/d1", 123)
+    assert get("//tmp/d1") == 123
+
+    remove("//tmp/d1")
+    assert not exists("//tmp/d1")
+
+
+def test_node_path_map() -> None:
+    set("//tmp/a", 123)
+    assert get("//tmp/a/@path") == "//tmp/a"
+
+
+def test_node_path_map_in_tx() -> None:
+    tx = ytc.start_transaction()
+    set("//tmp/a", 123, transaction_id=tx)
+    assert get("//tmp/a/@path", transaction_id=tx) == "//tmp/a"
