@@ -290,6 +290,8 @@ def _create(state: State, req: Request) -> Result:
     path = _new_node_path(state, params, "path")
     attributes = _get(params, "attributes") or {}
     ignore_existing, force = _bool(params, "ignore_existing"), _bool(params, "force")
+    if _bool(params, "lock_existing") and not ignore_existing:
+        raise YtError('Cannot specify "lock_existing" without "ignore_existing"')
     if ignore_existing and force:
         raise YtError('Cannot specify both "ignore_existing" and "force" options simultaneously')
     if _bool(params, "ignore_type_mismatch"):
@@ -716,7 +718,7 @@ def _copy(state: State, req: Request) -> Result:
     _master_tx_check(state, params)
     node_id = node_copy.copy(
         state,
-        _plain_path(params, "source_path"),
+        _path(params, "source_path").path,  # as given: node_copy refuses a malformed source
         _plain_path(params, "destination_path"),
         _bool(params, "recursive"),
         _bool(params, "force"),

@@ -45,6 +45,7 @@ def copy(
     }
     if ignore_existing and force:
         raise YtError('Cannot specify both "ignore_existing" and "force" options simultaneously')
+    _check_source(source)
     components, attribute = split_path(destination)
     if attribute is not None:
         raise YtError('Expected "literal" in YPath but found "at" token "@"', attributes={"path": destination})
@@ -77,6 +78,21 @@ def copy(
                 _copy_contents(state, conn, node, copied, dropped)
         _keep_times(state, node, copied, preserve_times if created else ())
         return copied.id
+
+
+def _check_source(source: str) -> None:
+    """A copy source names a node: nothing may follow it, neither an empty component, a trailing slash nor an
+    attribute (test_malformed_clone_src: ``... has unexpected suffix``)."""
+    start = 2 if source.startswith("//") else 0
+    suffix = None
+    if source.find("//", start) != -1:
+        suffix = source[source.find("//", start) :]
+    elif len(source) > start and source.endswith("/") and not source.endswith("\\/"):
+        suffix = "/"
+    elif split_path(source)[1] is not None:
+        suffix = source[source.find("/@") :]
+    if suffix is not None:
+        raise YtError(f"Path {source} has unexpected suffix {suffix}", attributes={"path": source})
 
 
 def _check_placement(state: State, node: Node, components: list[str], destination: str) -> None:

@@ -1133,3 +1133,24 @@ def test_node_path_map_in_tx() -> None:
     tx = ytc.start_transaction()
     set("//tmp/a", 123, transaction_id=tx)
     assert get("//tmp/a/@path", transaction_id=tx) == "//tmp/a"
+
+
+def test_malformed_clone_src() -> None:
+    create("map_node", "//tmp/m")
+    create("table", "//tmp/m/t1")
+    copy("//tmp/m&/t1", "//tmp/t2", force=True)
+    copy("//tmp/m/t1&", "//tmp/t2", force=True)
+    with raises_yt_error("has unexpected suffix"):
+        copy("//tmp/m//t1", "//tmp/t2", force=True)
+    with raises_yt_error("has unexpected suffix"):
+        copy("//tmp/m/t1/", "//tmp/t2", force=True)
+    with raises_yt_error("has unexpected suffix"):
+        copy("//tmp/m/t1/@attr", "//tmp/t2", force=True)
+
+
+def test_lock_existing_errors() -> None:
+    """``test_lock_existing_errors`` without its ``move`` (not served)."""
+    create("table", "//tmp/x")
+    create("table", "//tmp/x1")
+    with raises_yt_error('Cannot specify "lock_existing" without "ignore_existing"'):
+        create("map_node", "//tmp/x", lock_existing=True)
