@@ -51,6 +51,9 @@ from spyt_queue.local.ypath import RichPath, split_path
 
 DEFAULT_CLUSTER_NAME = "local"
 
+#: ``set`` of an existing map node needs ``force`` (test_cypress.py test_force, test_invalid_cases).
+SET_MAP_WITHOUT_FORCE = '"set" command without "force" flag is forbidden; use "create" instead'
+
 
 @dataclass
 class Registration:
@@ -552,11 +555,10 @@ class State:
                 new_value = value_paths.set_item(*_item_args(into, _plain(value)), recursive=recursive)
                 self.cypress.store_value(conn, into.node, new_value)
                 return
-            if not path.strip("/") and attribute is None:
-                # The root's type cannot change (test_invalid_cases); replacing it is not modelled.
+            if not path.strip("/") and attribute is None:  # the root is a map node that cannot be replaced
                 if not force:
-                    raise YtError('"set" command without "force" flag is forbidden; use "force" flag to override')
-                raise YtError("Replacing the root node (set / with force) is not supported by ytqueue local")
+                    raise YtError(SET_MAP_WITHOUT_FORCE)
+                raise YtError("Node / cannot be replaced")
             if attribute is not None:
                 node = self.cypress.resolve(path)
                 self.cypress.set_attribute(conn, node, attribute, value, path)
@@ -577,6 +579,8 @@ class State:
                 existing.attrs.update(_value_attributes(value))
                 self.cypress.persist(conn, existing)
                 return
+            if existing is not None and existing.type == "map_node" and not force:
+                raise YtError(SET_MAP_WITHOUT_FORCE, attributes={"path": existing.path})  # test_force
             if (
                 existing is not None
                 and existing.type == "map_node"

@@ -1154,3 +1154,53 @@ def test_lock_existing_errors() -> None:
     create("table", "//tmp/x1")
     with raises_yt_error('Cannot specify "lock_existing" without "ignore_existing"'):
         create("map_node", "//tmp/x", lock_existing=True)
+
+
+def test_force() -> None:
+    create("map_node", "//tmp/a")
+    with raises_yt_error('"set" command without "force" flag is forbidden; use "create" instead'):
+        set("//tmp/a", {"x": "y"})
+    set("//tmp/a", {"x": "y"}, force=True)
+
+
+def test_touch_time_without_expiration_timeout() -> None:
+    create("table", "//tmp/t")
+    with raises_yt_error('Attribute "touch_time" is not found'):
+        get("//tmp/t/@touch_time")
+
+
+@pytest.mark.skip(reason="duplicate keys in a YSON map given as input are not detected here (the last one wins)")
+def test_yt23706() -> None:
+    create("map_node", "//tmp/m")
+    set("//tmp/m/@attr", {"a": {}})
+    with raises_yt_error("Duplicate key"):
+        set_raw("//tmp/m/@attr/a", b"{b = c; b = c}")
+    # Shouldn't crash.
+    get("//tmp")
+
+
+def test_access_uncommitted_node() -> None:
+    tx1 = ytc.start_transaction()
+    tx2 = ytc.start_transaction(transaction_id=tx1)
+
+    m = create("map_node", "//tmp/m", transaction_id=tx2)
+
+    assert exists(f"#{m}", transaction_id=tx2)
+    assert exists(f"#{m}", transaction_id=tx1)
+    assert exists(f"#{m}")
+
+    assert m == get(f"#{m}/@id", transaction_id=tx2)
+    assert m == get(f"#{m}/@id", transaction_id=tx1)
+    assert m == get(f"#{m}/@id")
+
+    ytc.commit_transaction(tx2)
+
+    with raises_yt_error(f"No such transaction {tx2}"):
+        exists(f"#{m}", transaction_id=tx2)
+    assert exists(f"#{m}", transaction_id=tx1)
+    assert exists(f"#{m}")
+
+    with raises_yt_error(f"No such transaction {tx2}"):
+        get(f"#{m}/@id", transaction_id=tx2)
+    assert m == get(f"#{m}/@id", transaction_id=tx1)
+    assert m == get(f"#{m}/@id")

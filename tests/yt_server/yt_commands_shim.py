@@ -181,9 +181,9 @@ def set(path: str, value: Any, **kwargs: Any) -> None:
     make_request("set", {k: _map(v) for k, v in params.items()}, data=yson.dumps(_map(value)), client=_BOUND.client)
 
 
-def exists(path: str) -> bool:
+def exists(path: str, **kwargs: Any) -> bool:
     """``exists``."""
-    return bool(execute_command("exists", {"path": path}))
+    return bool(execute_command("exists", {"path": path, **kwargs}))
 
 
 def remove(path: str, **kwargs: Any) -> None:
