@@ -1204,3 +1204,92 @@ def test_access_uncommitted_node() -> None:
         get(f"#{m}/@id", transaction_id=tx2)
     assert m == get(f"#{m}/@id", transaction_id=tx1)
     assert m == get(f"#{m}/@id")
+
+
+def _execute_v4(command: str, **kwargs: object) -> object:
+    """``TestCypressApiVersion4._execute``: the command's raw API v4 answer (YSON), ``//tmp`` mapped."""
+    data = kwargs.pop("input", None)
+    params = {k: ytc._map(v) for k, v in kwargs.items()}
+    params["output_format"] = "yson"
+    raw = make_request(command, params, data=data, client=ytc._BOUND.client)
+    return yson.loads(raw) if raw else {}
+
+
+def test_api_v4_create() -> None:
+    """TestCypressApiVersion4::test_create."""
+    assert "node_id" in _execute_v4("create", type="map_node", path="//tmp/dir")
+
+
+def test_api_v4_set_and_get() -> None:
+    """TestCypressApiVersion4::test_set_and_get."""
+    assert _execute_v4("set", path="//tmp/a", input=b'{"b"= 3}', input_format="yson") == {}
+    assert _execute_v4("get", path="//tmp/a") == {"value": {"b": 3}}
+
+
+def test_api_v4_list() -> None:
+    """TestCypressApiVersion4::test_list."""
+    _execute_v4("set", path="//tmp/map", input=b'{"a"= 1; "b"= 2; "c"= 3}', input_format="yson")
+    assert _execute_v4("list", path="//tmp/map") == {"value": ["a", "b", "c"]}
+
+
+def test_api_v4_transaction() -> None:
+    """TestCypressApiVersion4::test_transaction."""
+    tx_result = _execute_v4("start_transaction")
+    assert "transaction_id" in tx_result
+
+
+# TestCypressForbidSet
+
+
+def test_forbid_set_map() -> None:
+    create("map_node", "//tmp/d")
+    with raises_yt_error('"set" command without "force" flag is forbidden; use "create" instead'):
+        set("//tmp/d", {})
+
+
+def test_forbid_set_map_recursive() -> None:
+    set("//tmp/d0", {})
+    set("//tmp/d1", {"d2": {}})
+
+
+def test_forbid_set_attrs() -> None:
+    """``TestCypressForbidSet::test_attrs`` without its ``@acl/end`` part (ACLs are not modelled)."""
+    create("map_node", "//tmp/dir")
+    set("//tmp/dir/@my_attr", 10)
+    assert get("//tmp/dir/@my_attr") == 10
+
+
+def test_forbid_set_document() -> None:
+    create("document", "//tmp/doc")
+    set("//tmp/doc", {})
+    set("//tmp/doc/value", 10)
+    assert get("//tmp/doc/value") == 10
+
+
+def test_forbid_set_list() -> None:
+    create("list_node", "//tmp/list")
+    set("//tmp/list/end", 0)
+    set("//tmp/list/0", 1)
+    set("//tmp/list/end", 2)
+    assert get("//tmp/list") == [1, 2]
+
+
+def test_forbid_set_list_recursive() -> None:
+    set("//tmp/l", [])
+
+
+def test_forbid_set_scalars() -> None:
+    set("//tmp/i0", 10)
+    assert get("//tmp/i0") == 10
+    create("int64_node", "//tmp/i1")
+    set("//tmp/i1", 20)
+    assert get("//tmp/i1") == 20
+
+    create("document", "//tmp/doc")
+    set("//tmp/doc", 10)
+    assert get("//tmp/doc") == 10
+
+
+def test_forbid_set_force_set() -> None:
+    create("int64_node", "//tmp/integer")
+    set("//tmp/integer", 20, force=True)
