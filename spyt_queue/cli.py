@@ -27,6 +27,8 @@ from typer.core import TyperGroup
 DEFAULT_DATA_DIR = Path("ytqueue-data")
 # The commands talk to a cluster interactively: fail fast instead of yt.wrapper's minutes of retries.
 CLI_YT_CONFIG: dict[str, Any] = {"proxy": {"retries": {"enable": False}, "connect_timeout": 10_000}}
+#: :data:`CLI_YT_CONFIG` as a query's ``yt.*`` options (without the prefix), for the library's option parser.
+CLI_YT_OPTIONS: dict[str, str] = {"proxy.retries.enable": "false", "proxy.connect_timeout": "10000"}
 _PROXY_HELP = "YT proxy, e.g. localhost:8000 (default: $YT_PROXY)."
 #: Where ``ytqueue status`` reads the password of ``--store`` (as yt.wrapper reads ``YT_TOKEN``).
 STORE_PASSWORD_ENV = "SPYT_STORE_PASSWORD"
@@ -516,6 +518,15 @@ def status(
     offsets_group: str = typer.Option(
         None, "--offsets-group", help="The group in --store (default: --group for Kafka, --consumer for YT)."
     ),
+    checkpoint: str = typer.Option(
+        None,
+        "--checkpoint",
+        help="The checkpointLocation (a local directory) of a Kafka query without kafka.group.id: shows the group "
+        "of its own it commits under.",
+    ),
+    group_id_prefix: str = typer.Option(
+        None, "--group-id-prefix", help="The query's groupIdPrefix, when it set one (Kafka, without --group)."
+    ),
     dead_letter: str = typer.Option(
         None, "--dead-letter", help="A dead-letter table (deadLetter.path) whose rows are counted."
     ),
@@ -525,10 +536,10 @@ def status(
 ) -> None:
     """Print committed offset, end and lag per partition, for a YT consumer, a Kafka group or any offset store, and
     the rows of a dead-letter target."""
-    from spyt_queue.connect import group_for
+    from spyt_queue.connect import watch
     from spyt_queue.lag import backend_lag
     from spyt_queue.options import Options
-    from spyt_queue.stores.registry import check_uri, is_native, open_store, uri_password
+    from spyt_queue.stores.registry import check_uri, uri_password
 
     credentials = _store_credentials(store, store_user, store_password_file)
     kafka = _kafka_settings(kafka_config, bootstrap_servers)
@@ -546,30 +557,46 @@ def status(
             return
 
     hints: list[str] = []
-    group_default = None  # the group a Kafka query without kafka.group.id commits under, when --group is not given
+    # the query's own options: connect.watch builds its backend and store as the query does
+    options: dict[str, str] = {}
+    if store:
+        options["offsets.store"] = store
+        if credentials is not None and credentials.user:
+            options["offsets.store.user"] = credentials.user
+        if credentials is not None and credentials.password:
+            options["offsets.store.password"] = credentials.password
+    if offsets_group:
+        options["offsets.group"] = offsets_group
     if bootstrap_servers:
-        from spyt_queue.kafka.backend import KafkaBackend
-        from spyt_queue.kafka.options import Subscription
-
-        if not topic or not (group or store):
-            raise CliError("Kafka status needs --topic and --group (or --store)")
+        if not topic or not (group or store or checkpoint):
+            raise CliError("Kafka status needs --topic and --group (or --store, or --checkpoint)")
         _check_kafka(bootstrap_servers, kafka)
-        topics = tuple(t.strip() for t in topic.split(",") if t.strip())
-        subscription = Subscription("subscribe", topics=topics)
-        if not (group or offsets_group):
-            from spyt_queue.kafka.options import default_group_id
-
-            group_default = default_group_id(Options({}), subscription)
-        backend: Any = KafkaBackend(kafka, subscription, group or group_default or "")
-        title = f"{topic} via group {group}"
+        topics = ",".join(t.strip() for t in topic.split(",") if t.strip())
+        options.update({f"kafka.{key}": value for key, value in kafka.items()}, subscribe=topics)
+        if group:
+            options["kafka.group.id"] = group
+        if group_id_prefix:
+            options["groupIdPrefix"] = group_id_prefix
     else:
         from spyt_queue.yt import admin
-        from spyt_queue.yt.backend import YtConnection, YtQueueBackend
 
         if not queue:
             raise CliError("give --queue (and --consumer) for YT, or --bootstrap-servers, --topic and --group")
         client = _client(proxy)
-        backend = YtQueueBackend(YtConnection(proxy, config=CLI_YT_CONFIG), queue, consumer, path_given_by="--queue")
+        options.update({f"yt.{key}": value for key, value in CLI_YT_OPTIONS.items()}, path=queue, proxy=proxy)
+        if consumer:
+            options["consumer_path"] = consumer
+    if store:  # the store's servers accept a connection within seconds (its client would retry for minutes)
+        from spyt_queue.redaction import split_uri
+
+        parts = split_uri(store)
+        assert parts is not None  # check_uri passed
+        check_endpoints(parts.scheme.lower(), parts.hosts, "--store")
+    watched = watch(Options(options), checkpoint=checkpoint, path_given_by="--queue")
+    backend = watched.backend
+    if bootstrap_servers:
+        title = f"{topic} via group {watched.group}"
+    else:
         backend.yt_schema  # noqa: B018 - "does not exist" / "is not a queue" before anything else
         if consumer:
             if not client.exists(consumer):
@@ -584,38 +611,27 @@ def status(
                     f"client.register_queue_consumer({queue!r}, {consumer!r}, vital=False)"
                 )
         title = queue + (f" via {consumer}" if consumer else "")
-    offsets = None
-    store_group = ""
-    if not is_native(store):
-        from spyt_queue.redaction import split_uri
-
-        parts = split_uri(store)
-        assert parts is not None  # check_uri passed
-        check_endpoints(parts.scheme.lower(), parts.hosts, "--store")
-        store_group = group_for(Options({"offsets.group": offsets_group} if offsets_group else {}), backend)
-        offsets = open_store(store, backend.source_id, store_group, credentials)
+    offsets = watched.store if watched.uri_store else None
+    store_group = watched.group or ""
+    if offsets is not None:
         title = f"{topic if bootstrap_servers else queue} via {offsets.describe()}"
-        if group_default:
-            # a query without kafka.group.id commits under <base>-<its writer> (spyt_queue.stores.per_query)
-            own = [g for g in offsets.groups() or [] if g.startswith(f"{group_default}-")]
-            if len(own) == 1:
-                offsets.close()
-                store_group = group_default = own[0]
-                offsets = open_store(store, backend.source_id, store_group, credentials)
-            typer.secho(
-                f"hint: no --group: showing group {group_default}, the one a query subscribing to {topic} without "
-                "kafka.group.id commits under (spark-kafka-source-<hash of the subscription>-<the query's writer>, "
-                "logged when it starts and shown in its progress as latestOffset.group; groupIdPrefix changes the "
-                "prefix)"
-                + (f"; queries without kafka.group.id in this store: {', '.join(own)}" if len(own) > 1 else "")
-                + "; --offsets-group NAME shows another",
-                err=True,
-                fg="yellow",
-            )
+    if watched.guessed:
+        own = watched.own_groups
+        typer.secho(
+            f"hint: no --group: showing group {watched.group}, the one a query subscribing to {topic} without "
+            "kafka.group.id commits under (spark-kafka-source-<hash of the subscription>-<the query's writer>, "
+            "logged when it starts and shown in its progress as latestOffset.group; groupIdPrefix changes the "
+            "prefix)"
+            + (f"; queries without kafka.group.id in this store: {', '.join(own)}" if len(own) > 1 else "")
+            + "; --checkpoint PATH (the query's checkpointLocation) finds a query's own group, --offsets-group NAME "
+            "shows another",
+            err=True,
+            fg="yellow",
+        )
     stuck = False  # a store client blocked in a call: closing it would wait for the call
     try:
         if offsets is None:
-            rows = backend_lag(backend)
+            rows = backend_lag(backend, watched.store)
         else:
             offsets.start_client()  # not timed: a JVM starting on a busy machine is no slow store
             rows = _within(STORE_ANSWER_TIMEOUT_S, backend_lag, backend, offsets)
@@ -776,24 +792,26 @@ def _dead_letter_status(
     kafka: dict[str, str] | None = None,
 ) -> None:
     """Print the dead letters held per partition of a dead-letter table or topic, and their total."""
+    from spyt_queue.deadletter_targets import dead_letter_target
     from spyt_queue.lag import dead_letter_counts
+    from spyt_queue.options import Options
 
     if path and topic:
         raise CliError("give --dead-letter (a YT table) or --dead-letter-topic (Kafka), not both")
+    options: dict[str, str] = {}
     if topic:
         if not bootstrap_servers:
             raise CliError("--dead-letter-topic needs --bootstrap-servers")
         _check_kafka(bootstrap_servers, kafka)
-        from spyt_queue.kafka.deadletter import KafkaDeadLetterTarget
-
-        target: Any = KafkaDeadLetterTarget({**(kafka or {}), "bootstrap.servers": bootstrap_servers}, topic)
+        options.update({f"deadLetter.kafka.{key}": value for key, value in (kafka or {}).items()})
+        options.update({"deadLetter.topic": topic, "deadLetter.kafka.bootstrap.servers": bootstrap_servers})
     else:
-        from spyt_queue.yt.backend import YtConnection
-        from spyt_queue.yt.deadletter import YtDeadLetterTarget
-
         if not _client(proxy).exists(path):  # "no YT proxy" in one line first
             raise CliError(f"dead-letter table {path} does not exist")
-        target = YtDeadLetterTarget(YtConnection(proxy, config=CLI_YT_CONFIG), str(path))
+        options.update({f"yt.{key}": value for key, value in CLI_YT_OPTIONS.items()})
+        options.update({"deadLetter.path": str(path), "proxy": proxy or ""})
+    target = dead_letter_target(Options(options))  # as a query naming it builds it
+    assert target is not None
     counts = dead_letter_counts(target)
     table = Table(title=f"dead letters in {target.describe()}")
     table.add_column("partition", justify="right")

@@ -19,7 +19,7 @@ from typing import Any
 from spyt_queue.backend import QueueBackend
 from spyt_queue.deadletter import DEAD_LETTER_OPTIONS
 from spyt_queue.deadletter_targets import dead_letter_target, prepared_target
-from spyt_queue.errors import OptionError
+from spyt_queue.errors import OptionError, SpytQueueError
 from spyt_queue.kafka.options import (
     BOOTSTRAP_SERVERS,
     KAFKA_SOURCE_OPTIONS,
@@ -27,11 +27,12 @@ from spyt_queue.kafka.options import (
     kafka_config,
     kafka_reader_settings,
 )
+from spyt_queue.lag import checkpoint_offset
 from spyt_queue.options import Option, Options, connect_timeout, option_names
 from spyt_queue.settings import READER_OPTIONS, STORE_KINDS, TIMESTAMP_OPTIONS, ReaderSettings
 from spyt_queue.sink_options import without_dead_letter_kafka
 from spyt_queue.stores.base import OffsetStore
-from spyt_queue.stores.per_query import PerQueryStore
+from spyt_queue.stores.per_query import PerQueryStore, is_query_group, query_group
 from spyt_queue.stores.reachability import check_uri_store_reachable
 from spyt_queue.stores.registry import OPTION as STORE_OPTION
 from spyt_queue.stores.registry import (
@@ -330,3 +331,60 @@ def require_store(store: OffsetStore | None) -> OffsetStore:
             "offsets.store=zookeeper://host:2181/path",
         )
     return store
+
+
+@dataclass(frozen=True)
+class Watched:
+    """A query's log and where it commits, as ``ytqueue status`` reads them (:func:`watch`)."""
+
+    #: The backend of the log the options describe (bounds, and its own store).
+    backend: QueueBackend
+    #: Where the query commits: the ``offsets.store`` of its group, else the backend's own store (the consumer table,
+    #: the Kafka group); ``None`` for a YT queue read without a consumer.
+    store: OffsetStore | None
+    #: Whether :attr:`store` is an ``offsets.store`` (a server of its own, which may not answer).
+    uri_store: bool
+    #: The group the positions belong to (``None`` for a YT consumer table, which has no groups).
+    group: str | None
+    #: The options name no group and no writer token was given: :attr:`group` is the only group of such a query the
+    #: store lists (:attr:`own_groups`), else the base such a query's group starts with.
+    guessed: bool
+    #: The groups of queries naming none, found in a store that can list its groups (a hint when several).
+    own_groups: tuple[str, ...] = ()
+
+
+def watch(options: Options, checkpoint: str | None = None, path_given_by: str | None = None) -> Watched:
+    """The backend and store ``ytqueue status`` reads for the query the options describe (the query's own options:
+    ``path``/``consumer_path``/``proxy`` or ``kafka.bootstrap.servers``/``subscribe``/``kafka.group.id``, and
+    ``offsets.store``/``offsets.group``), built as :func:`prepare` builds them for the query, without the checks a
+    query's start makes (an unregistered consumer is the caller's hint, not an error).
+
+    A Kafka query naming no group commits under its own (:mod:`spyt_queue.stores.per_query`), named after the writer
+    token its checkpoint keeps: ``checkpoint`` (the query's local ``checkpointLocation``, read by
+    :func:`spyt_queue.lag.checkpoint_offset`) names that group exactly; without it, a store that can list its groups
+    is searched for the only such group. ``path_given_by`` names where
+    the user gave a YT queue's path, for messages (the CLI's ``--queue``)."""
+    backend = source_kind(options).backend(options, streaming=False)
+    if path_given_by and hasattr(backend, "path_given_by"):
+        backend.path_given_by = path_given_by
+    uri = options.get_str(STORE_OPTION)
+    in_uri = not is_native(uri)
+    store = store_for(options, backend) if in_uri else backend.default_store()
+    if not isinstance(store, PerQueryStore):
+        group = group_for(options, backend) if in_uri else getattr(backend, "group_id", None)
+        return Watched(backend, store, in_uri, group, guessed=False)
+    if checkpoint is not None:
+        offset = checkpoint_offset(checkpoint, backend.source_id)
+        if offset is None:
+            raise SpytQueueError(
+                f"the checkpoint {checkpoint} holds no offset yet: the query has not planned a batch, so it has "
+                "committed nothing"
+            )
+        group = query_group(store.base, offset.writer)
+        return Watched(backend, store.open_group(group), in_uri, group, guessed=False)
+    base = store.store  # the base group's: a listing covers every group of the store
+    own = tuple(g for g in base.groups() or () if is_query_group(store.base, g))
+    if len(own) != 1:
+        return Watched(backend, base, in_uri, store.base, guessed=True, own_groups=own)
+    base.close()
+    return Watched(backend, store.open_group(own[0]), in_uri, own[0], guessed=True, own_groups=own)

@@ -6,10 +6,13 @@ import ast
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from spyt_queue.backend import QueueBackend
-from spyt_queue.offsets import LATEST_ENDS, sorted_partitions
+from spyt_queue.errors import SpytQueueError
+from spyt_queue.offsets import LATEST_ENDS, StreamOffset, same_source, sorted_partitions
 from spyt_queue.stores.base import OffsetStore
 
 
@@ -105,3 +108,36 @@ def backend_lag(backend: QueueBackend, store: OffsetStore | None = None) -> list
     return [
         PartitionLag(key, committed.get(key), bounds[key].lower, bounds[key].upper) for key in sorted_partitions(bounds)
     ]
+
+
+def checkpoint_offset(checkpoint: str | Path, source: str) -> StreamOffset | None:
+    """The newest offset of ``source`` (a backend's ``source_id``) in the offset log of a query's local checkpoint
+    directory (``checkpointLocation``: a path or a ``file:`` URI), ``None`` when the query logged none yet. Spark
+    writes one file per batch in ``<checkpoint>/offsets/``: a version line, a metadata line, then one line per
+    source of the query, its offset as JSON (``-`` for a source without one). Its
+    :attr:`~spyt_queue.offsets.StreamOffset.writer` names the group of a query that names none
+    (:func:`spyt_queue.stores.per_query.query_group`)."""
+    text = str(checkpoint)
+    root = Path(urlparse(text).path if text.startswith("file:") else text)
+    log_dir = root / "offsets"
+    if not log_dir.is_dir():
+        what = "has no offsets/ directory: no query has started from it" if root.is_dir() else "is not a directory"
+        raise SpytQueueError(f"the checkpoint {root} {what}; give the checkpointLocation of the query")
+    others: set[str] = set()
+    for batch in sorted((int(f.name) for f in log_dir.iterdir() if f.name.isdigit()), reverse=True):
+        for line in (log_dir / str(batch)).read_text().splitlines()[2:]:
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:  # "-": a source with no offset in this batch
+                continue
+            if not isinstance(data, Mapping) or "partitions" not in data:
+                continue
+            if same_source(str(data.get("source", "")), source):
+                return StreamOffset.from_json(data)
+            others.add(str(data.get("source", "")))
+    if others:
+        raise SpytQueueError(
+            f"the checkpoint {root} holds offsets of {', '.join(sorted(others))}, not of {source}: is it the "
+            "checkpoint of a query reading this source?"
+        )
+    return None

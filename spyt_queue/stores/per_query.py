@@ -34,6 +34,12 @@ def query_group(base: str, writer: str | None) -> str:
     return f"{base}-{writer[:WRITER_CHARS]}" if writer else base
 
 
+def is_query_group(base: str, group: str) -> bool:
+    """Whether ``group`` is the group :func:`query_group` names for some query of ``base`` (a store's listing, read
+    by ``ytqueue status`` when it is not told which query)."""
+    return group.startswith(f"{base}-")
+
+
 class PerQueryStore(OffsetStore):
     """The store ``open_group(group)`` of the group :func:`query_group` names for the bound writer.
 

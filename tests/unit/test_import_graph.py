@@ -318,7 +318,16 @@ def test_the_floor_check_can_fail() -> None:
 
 def test_the_cli_goes_through_the_library_and_no_store_internals() -> None:
     """``ytqueue`` is a thin caller: it imports the wiring point, and no store module's internals (it lists a
-    store's groups through ``OffsetStore.groups()``)."""
+    store's groups through ``OffsetStore.groups()``); ``status`` gets its backend, store and dead-letter target
+    from the library (``connect.watch``, ``deadletter_targets``), building none of them and naming no group itself."""
     edges = import_edges(ROOT)["spyt_queue.cli"]
     assert "spyt_queue.connect" in edges
     assert not {e for e in edges if e.startswith(("spyt_queue.zookeeper", "sinks.", "spyt_queue.sinks"))}, edges
+    built_by_the_library = {
+        "spyt_queue.kafka.backend",
+        "spyt_queue.kafka.deadletter",
+        "spyt_queue.kafka.options",
+        "spyt_queue.yt.deadletter",
+        "spyt_queue.stores.per_query",
+    }
+    assert not edges & built_by_the_library, edges & built_by_the_library
