@@ -81,12 +81,13 @@ class Topic:
             time.sleep(0.2)
         raise AssertionError(f"{self.name} was still listed 30 s after its deletion")
 
-    def send(self, values: list[str]) -> None:
-        """Produce records with the given string values, round-robin over the partitions (Spark's
-        ``KafkaTestUtils.sendMessages`` without a partition)."""
+    def send(self, values: list[str], partition: int | None = None) -> None:
+        """Produce records with the given string values to ``partition``, or round-robin over the partitions
+        (Spark's ``KafkaTestUtils.sendMessages``)."""
         producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True})
         for i, value in enumerate(values):
-            producer.produce(self.name, value=value.encode(), partition=i % self.partitions)
+            target = i % self.partitions if partition is None else partition
+            producer.produce(self.name, value=value.encode(), partition=target)
         assert producer.flush(30) == 0
 
     def delete_records(self, partition: int, before: int) -> None:

@@ -258,3 +258,130 @@ def test_topic_deleted_and_recreated_while_a_batch_is_planned(
     finally:
         query.stop()
     assert sink.values == sorted([*recreated_with, "d", "e"]), sink.batches
+
+
+# -- KafkaRelationSuite ------------------------------------------------------------------------------------------
+
+
+def read_values(df: Any) -> list[str]:
+    return sorted(r.v for r in df.selectExpr("cast(value as string) as v").collect())
+
+
+def numbers(first: int, last: int) -> list[str]:
+    return sorted(str(i) for i in range(first, last + 1))
+
+
+@pytest.fixture
+def three_partitions(kafka_bootstrap: str, checkpoint: str) -> Topic:
+    """KafkaRelationSuite's topic: 0-9 in partition 0, 10-19 in partition 1, 20 in partition 2."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=3)
+    topic.send([str(i) for i in range(10)], partition=0)
+    topic.send([str(i) for i in range(10, 20)], partition=1)
+    topic.send(["20"], partition=2)
+    return topic
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_explicit_earliest_to_latest_offsets(spark, three_partitions, source):
+    """"explicit earliest to latest offsets": ``latest`` binds when the DataFrame runs, so a rerun sees more."""
+    topic = three_partitions
+    df = batch(spark, source, topic, startingOffsets="earliest", endingOffsets="latest")
+    assert read_values(df) == numbers(0, 20)
+    topic.send([str(i) for i in range(21, 30)], partition=2)
+    assert read_values(df) == numbers(0, 29)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_explicit_offsets(spark, three_partitions, source):
+    """"explicit offsets": -2/-1 in the JSON offsets are earliest/latest (latest binds at each run), an explicit
+    ending offset stays where it is."""
+    topic = three_partitions
+    starting = json.dumps({topic.name: {"0": -2, "1": -2, "2": 0}})
+    ending = json.dumps({topic.name: {"0": -1, "1": -1, "2": 1}})
+    df = batch(spark, source, topic, startingOffsets=starting, endingOffsets=ending)
+    assert read_values(df) == numbers(0, 20)
+    topic.send([str(i) for i in range(31, 40)], partition=2)
+    assert read_values(df) == numbers(0, 20), "partition 2 ends at an explicit offset"
+    topic.send([str(i) for i in range(21, 31)], partition=1)
+    assert read_values(df) == numbers(0, 30), "partition 1 ends at the latest offset"
+
+
+ONE_OF = "exactly one of subscribe, subscribePattern, assign must be set"
+#: id: (options, what Spark's error says, what ytqueue's says); "T" stands for the topic's name
+BAD_BATCH_OPTIONS = {
+    "start-latest": ({"startingOffsets": "latest"}, "starting offset can't be latest", "'latest' is not allowed"),
+    "start-latest-json": ({"startingOffsets": '{"T": {"0": -1}}'}, "can't be latest", "offset -1 (latest)"),
+    "end-earliest": ({"endingOffsets": "earliest"}, "ending offset can't be earliest", "'earliest' is not allowed"),
+    "end-earliest-json": ({"endingOffsets": '{"T": {"0": -2}}'}, "can't be earliest", "offset -2 (earliest)"),
+    "no-strategy": ({"subscribe": None}, "One of the following options must be specified", ONE_OF),
+    "subscribe-and-pattern": ({"subscribePattern": "T.*"}, "Only one of the following options", ONE_OF),
+    "subscribe-and-assign": ({"assign": '{"T": [0]}'}, "Only one of the following options", ONE_OF),
+    "empty-subscribe": ({"subscribe": ""}, "No topics to subscribe to", ONE_OF),
+    "empty-assign": ({"subscribe": None, "assign": ""}, "No topicpartitions to assign", ONE_OF),
+    "empty-pattern": ({"subscribe": None, "subscribePattern": ""}, "Pattern to subscribe is empty", ONE_OF),
+    "min-partitions-negative": ({"minPartitions": "-1"}, "minPartitions must be positive", "'minPartitions'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_BATCH_OPTIONS))
+@pytest.mark.parametrize("source", SOURCES)
+def test_bad_batch_query_options(spark, kafka_bootstrap, checkpoint, source, case):
+    """"bad batch query options": each fails with an error that says why, at ``load()`` or at the first action
+    (Python sources learn whether a read is a batch only when it runs: docs/kafka.md)."""
+    options, spark_says, ytqueue_says = BAD_BATCH_OPTIONS[case]
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    topic.send(["1"])
+    reader = spark.read.format(source).option("kafka.bootstrap.servers", topic.bootstrap)
+    for key, value in {"subscribe": topic.name, **options}.items():
+        if value is not None:
+            reader = reader.option(key, value.replace('"T"', f'"{topic.name}"').replace("T.*", f"{topic.name}.*"))
+    with pytest.raises(Exception) as failure:
+        reader.load().collect()
+    assert (spark_says if source == "kafka" else ytqueue_says) in str(failure.value), str(failure.value)[:1000]
+
+
+# -- KafkaDontFailOnDataLossSuite ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def trimmed(kafka_bootstrap: str, checkpoint: str) -> Topic:
+    """KafkaDontFailOnDataLossSuite's topic: 50 records in one partition, of which retention took the first 20."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    topic.send([str(i) for i in range(50)])
+    topic.delete_records(0, 20)
+    return topic
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_fail_on_data_loss_false_returns_no_duplicates_batch(spark, trimmed, source):
+    """"failOnDataLoss=false should not return duplicated records: batch": offsets from 0, 20 of them gone."""
+    starting = json.dumps({trimmed.name: {"0": 0}})
+    options = {"startingOffsets": starting, "failOnDataLoss": "false", "kafkaConsumer.pollTimeoutMs": 1000}
+    df = batch(spark, source, trimmed, **options)
+    assert read_values(df) == numbers(20, 49)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_fail_on_data_loss_false_returns_no_duplicates_stream(spark, trimmed, checkpoint, source):
+    """"failOnDataLoss=false should not return duplicated records: microbatch": the same, read by a stream."""
+    starting = json.dumps({trimmed.name: {"0": 0}})
+    options = {"startingOffsets": starting, "failOnDataLoss": "false", "kafkaConsumer.pollTimeoutMs": 1000}
+    sink = Collect()
+    query = start(stream(spark, source, trimmed, **options), checkpoint, sink, availableNow=True)
+    try:
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    assert query.exception() is None
+    assert sink.values == numbers(20, 49), sink.batches
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_fail_on_data_loss_true_fails_a_batch_read_of_deleted_records(spark, trimmed, source):
+    """The same read with ``failOnDataLoss`` left at true fails instead of returning the 30 records left."""
+    starting = json.dumps({trimmed.name: {"0": 0}})
+    df = batch(spark, source, trimmed, startingOffsets=starting, **{"kafkaConsumer.pollTimeoutMs": 1000})
+    with pytest.raises(Exception) as failure:
+        df.collect()
+    expected = "Some data may have been lost" if source == "kafka" else "DataLossError"
+    assert expected in str(failure.value), str(failure.value)[:2000]
