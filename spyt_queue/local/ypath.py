@@ -53,8 +53,10 @@ def parse_rich_path(value: Any, what: str = "path") -> RichPath:
         if rest.startswith(("/", "#")):
             attributes.setdefault("cluster", cluster)
             text = rest
+    if not text:
+        raise YtError("YPath cannot be empty")
     if not text.startswith(("/", "#")):
-        raise YtError(f"Error parsing YPath {text!r}: path does not start with a valid root-designator")
+        raise YtError(f'Path "{text}" does not start with a valid root-designator')
     return RichPath(_without_selectors(text), attributes)
 
 
@@ -110,18 +112,23 @@ def split_path(path: str) -> tuple[list[str], list[str] | None]:
     elif path.startswith("/@"):
         components = []
         tail = path[1:]
+    elif path.startswith("/"):  # YTsaurus's tokenizer: after the root "/" comes a "/" or the end
+        token = path[1:].split("/", 1)[0]
+        raise YtError(f'Expected "slash" in YPath but found "literal" token "{token}"', attributes={"path": path})
     else:
-        raise YtError(f'Error parsing YPath {path!r}: expected "/" or "#" at the beginning')
+        raise YtError(f'Path "{path}" does not start with a valid root-designator')
     attribute: list[str] | None = None
     parts = _split_unescaped(tail) if tail else []
     for index, part in enumerate(parts):
         if part.startswith("@"):
+            if part == "@" and index < len(parts) - 1:  # ``//t/@/key``: the attribute name is missing
+                raise YtError('Expected "literal" in YPath but found "slash" token "/"', attributes={"path": path})
             attribute = [part[1:], *parts[index + 1 :]] if part[1:] else parts[index + 1 :]
             break
         if part == "":
             if index == len(parts) - 1:
                 break
-            raise YtError(f"Error parsing YPath {path!r}: empty path component")
+            raise YtError('Unexpected "slash" token "/" in YPath', attributes={"path": path})
         components.append(part)
     return components, attribute
 

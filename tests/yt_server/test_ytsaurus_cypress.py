@@ -1293,3 +1293,27 @@ def test_forbid_set_scalars() -> None:
 def test_forbid_set_force_set() -> None:
     create("int64_node", "//tmp/integer")
     set("//tmp/integer", 20, force=True)
+
+
+def test_invalid_cases_ypath_syntax() -> None:
+    """The YPath-syntax part of ``test_invalid_cases`` (the ``ENABLE_TMP_ROOTSTOCK=False`` text for an empty
+    token), and the typo case of ``test_attributes``."""
+    # path not starting with /
+    with raises_yt_error('Path "a" does not start with a valid root-designator'):
+        set("a", 20)
+
+    with raises_yt_error('Expected "slash" in YPath but found "literal"'):
+        set("/a", 20)
+
+    # empty path
+    with raises_yt_error("YPath cannot be empty"):
+        set("", 20)
+
+    # empty token in path
+    with raises_yt_error('Unexpected "slash" token "/" in YPath'):
+        set("//tmp//a/b", 20)
+
+    set("//tmp/t", {"x": 1})
+    # typo (extra slash)
+    with raises_yt_error('Expected "literal" in YPath but found "slash" token'):
+        get("//tmp/t/@/key1")
