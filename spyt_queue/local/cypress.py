@@ -662,6 +662,12 @@ class Cypress:
         self, conn: sqlite3.Connection, node: Node, attribute: list[str], value: Any, full_path: str
     ) -> None:
         """``set //node/@name[/sub]``."""
+        if node.type == "document" and attribute and attribute[0] == "value":  # a document's value, or inside it
+            inner = attribute[1:]
+            current = node.sys.get("value")
+            new = value if not inner else value_paths.set_item(current, inner, value, "", full_path)
+            self.store_value(conn, node, new)
+            return
         if not attribute:
             if not isinstance(value, dict):
                 raise YtError("Attributes can only be set from a map")
@@ -708,6 +714,10 @@ class Cypress:
         """``remove //node/@name`` and ``remove //node/@name/key/...`` (a key of a map, an item of a list, inside a
         user attribute's value)."""
         name = attribute[0] if attribute else ""
+        if node.type == "document" and name == "value" and len(attribute) > 1:  # inside a document's value
+            value = value_paths.remove_item(node.sys.get("value"), attribute[1:], "", full_path, force)
+            self.store_value(conn, node, value)
+            return
         if attribute == ["*"]:  # remove(path/@*): every user attribute
             node.attrs = {}
             node.sys["modification_time"] = _now()
