@@ -11,6 +11,7 @@ from typing import Any
 
 from yt.wrapper.errors import YtResponseError
 from yt.wrapper.http_helpers import get_retriable_errors
+from yt.yson.common import YsonError
 
 #: ``advance_consumer(old_offset=...)`` found another offset than expected: a concurrent writer moved the consumer
 #: (NQueueClient::EErrorCode::ConsumerOffsetConflict).
@@ -48,7 +49,23 @@ def is_transient_yt_error(error: BaseException) -> bool:
         return any(getattr(error, name)() for name in TRANSIENT_PREDICATES)
     if isinstance(error, get_retriable_errors()):
         return True
+    if isinstance(error, YsonError):
+        return is_empty_answer(error)
     return isinstance(error, (ConnectionError, TimeoutError, OSError))
+
+
+def is_empty_answer(error: YsonError) -> bool:
+    """Whether yt.wrapper failed parsing an empty answer: the server was cut off before the body (a lost connection,
+    whose outcome is unknown, as ``ConnectionError``'s)."""
+    stack: list[Any] = list(getattr(error, "inner_errors", None) or [])
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            attributes = item.get("attributes") or {}
+            if "context" in attributes and len(attributes["context"]) == 0 and attributes.get("offset") == 0:
+                return True
+            stack.extend(item.get("inner_errors") or [])
+    return False
 
 
 def error_codes(error: Any) -> set[int]:

@@ -40,3 +40,16 @@ def test_transport_errors_of_the_http_client_are_transient() -> None:
     assert is_transient_yt_error(ReadTimeout("read timed out"))
     assert is_transient_yt_error(RequestsConnectionError("refused"))
     assert not is_transient_yt_error(ValueError("bad"))
+
+
+def test_an_empty_answer_is_transient_and_bad_yson_is_not() -> None:
+    """A server cut off before its answer's body leaves yt.wrapper parsing an empty YSON body (seen in the commit
+    outage scenario: the query failed at once with 'Yson load failed'); a body that is not YSON is the data's fault."""
+    from yt import yson
+
+    with pytest.raises(Exception) as empty:
+        yson.loads(b"")
+    with pytest.raises(Exception) as bad:
+        yson.loads(b"{a=")
+    assert is_transient_yt_error(empty.value)
+    assert not is_transient_yt_error(bad.value)
