@@ -1366,3 +1366,12 @@ def test_setting_document_node_increases_revision_yt_7829() -> None:
         set("//tmp/d1/@value/f/g/h", ["q", "r", "s"])
     revision11 = get("//tmp/d1/@revision")
     assert revision11 == revision7
+
+
+def test_root_creation_time() -> None:
+    """TestCypressRootCreationTime::test_root_creation_time (the map is made under the test's directory)."""
+    creation_time = get("//@creation_time")
+    tx = ytc.start_transaction()
+    create("map_node", "//tmp/a", transaction_id=tx)
+    ytc.commit_transaction(tx)
+    assert creation_time == get("//@creation_time")
