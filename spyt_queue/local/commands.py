@@ -9,6 +9,7 @@ from typing import Any
 import yt.yson as yson
 
 from spyt_queue.local import ids, mutations, node_copy, producer, queues, reads, static_tables, tablets
+from spyt_queue.local.cypress import check_outside_transaction
 from spyt_queue.local.errors import RESOLVE_ERROR, YtError
 from spyt_queue.local.formats import (
     Format,
@@ -20,7 +21,7 @@ from spyt_queue.local.formats import (
 from spyt_queue.local.schema import convert_input_types
 from spyt_queue.local.state import State, normalize_path
 from spyt_queue.local.transactions import PREREQUISITE_CHECK_FAILED
-from spyt_queue.local.ypath import RichPath, parse_rich_path
+from spyt_queue.local.ypath import RichPath, parse_rich_path, split_path
 
 NULL, STRUCTURED, TABULAR = "null", "structured", "tabular"
 
@@ -170,6 +171,24 @@ def _master_tx_check(state: State, params: dict[str, Any]) -> None:
         state.transactions.prerequisite(_text(prerequisite))
     for item in _get(params, "prerequisite_revisions") or []:
         _check_prerequisite_revision(state, item)
+
+
+def _outside_transaction_check(state: State, params: dict[str, Any], removing: bool) -> None:
+    """A table attribute YTsaurus changes only outside a master transaction, named with one: refused
+    (``cypress.check_outside_transaction``)."""
+    tx_id = _get(params, "transaction_id")
+    if tx_id is None or str(tx_id) == "0-0-0-0":
+        return
+    path = _path(params).path
+    _, attribute = split_path(path)
+    if attribute is None:
+        return
+    with state.lock:
+        if state.cypress.value_target(path) is not None:
+            return
+        node = state.cypress.find(path)
+        if node is not None:
+            check_outside_transaction(node, attribute, removing)
 
 
 def _check_prerequisite_revision(state: State, item: Any) -> None:
@@ -371,6 +390,7 @@ def _exists(state: State, req: Request) -> Result:
 
 def _remove(state: State, req: Request) -> Result:
     _master_tx_check(state, req.params)
+    _outside_transaction_check(state, req.params, removing=True)
     # TRemoveNodeOptions::Recursive is true by default (yt.wrapper always sends it).
     state.remove(_path(req.params).path, _bool(req.params, "recursive", True), _bool(req.params, "force"))
     return Result({})
@@ -378,6 +398,7 @@ def _remove(state: State, req: Request) -> Result:
 
 def _set(state: State, req: Request) -> Result:
     _master_tx_check(state, req.params)
+    _outside_transaction_check(state, req.params, removing=False)
     value = decode_structured(req.body, _input_format(req.params))
     state.set(_path(req.params).path, value, _bool(req.params, "recursive"), _bool(req.params, "force"))
     return Result({})

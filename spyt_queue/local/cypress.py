@@ -89,6 +89,39 @@ def parse_commit_ordering(value: Any) -> str:
 #: Attributes of a dynamic table that change only while every tablet is unmounted, and what they set
 #: (test_mounted_table_attributes_update_validation, test_no_storage_change_for_mounted; the commit-ordering text
 #: is YTsaurus's, the others paraphrase it).
+#: Table attributes that ``TTableNodeProxy::SetBuiltinAttribute`` changes only outside a master transaction
+#: (``ValidateNoTransaction``, before it looks at the table's kind); ``commit_ordering`` too, on ordered tables.
+#: ``RemoveBuiltinAttribute`` validates the same for ``queue_agent_stage``.
+SET_OUTSIDE_TRANSACTION = frozenset(
+    {
+        "atomicity",
+        "enable_tablet_balancer",
+        "disable_tablet_balancer",
+        "min_tablet_size",
+        "max_tablet_size",
+        "desired_tablet_size",
+        "desired_tablet_count",
+        "enable_dynamic_store_read",
+        "enable_consistent_chunk_replica_placement",
+        "queue_agent_stage",
+        "treat_as_queue_consumer",
+        "vital_queue_consumer",
+    }
+)
+REMOVE_OUTSIDE_TRANSACTION = frozenset({"queue_agent_stage"})
+
+
+def check_outside_transaction(node: Node, attribute: list[str] | None, removing: bool) -> None:
+    """Refuse a change of ``node``'s ``@attribute`` inside a master transaction where YTsaurus does (the caller
+    knows the request names a master transaction)."""
+    if node.table is None or attribute is None or len(attribute) != 1:
+        return
+    name = attribute[0]
+    names = REMOVE_OUTSIDE_TRANSACTION if removing else SET_OUTSIDE_TRANSACTION
+    if name in names or (not removing and name == "commit_ordering" and not node.table.schema.sorted):
+        raise YtError("Operation cannot be performed in transaction")
+
+
 FIXED_WHILE_MOUNTED = {
     "commit_ordering": "commit ordering mode",
     "atomicity": "atomicity mode",
@@ -420,6 +453,8 @@ class Cypress:
                         "tablet_count": len(table.tablets),
                         "tablet_count_by_state": _count_by_state(table),
                         "tablet_cell_bundle": "default",
+                        # GetEffectiveQueueAgentStage: //sys/@config's default_queue_agent_stage, "production"
+                        "queue_agent_stage": "production",
                         "atomicity": "full",
                         "in_memory_mode": "none",
                         "enable_dynamic_store_read": True,

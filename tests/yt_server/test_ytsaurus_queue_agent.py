@@ -1,0 +1,107 @@
+"""YTsaurus's ``yt/yt/tests/integration/queues/test_queue_agent.py``: the tests that need no queue agent, ported.
+
+Almost every test of that file drives the queue agent process (its orchids, the Cypress synchronizer, automatic
+trimming, rates, sharding, alerts) and is skipped: ``ytqueue local`` runs no queue agent (see the conformance
+table in ``spyt_queue/local/README.md``). ``TestMasterIntegration`` checks what the master itself answers about
+queue attributes; what of it applies to one node without the agent is ported here with the same calls and
+expected values (``yt_commands_shim`` stands in for ``yt_commands``; ``//tmp`` is a fresh directory per test).
+
+Ported: ``TestMasterIntegration::test_non_queues`` without its ``replicated_table`` (replicated tables are not
+served). Skipped, with the reason: ``test_queue_attributes``, ``test_consumer_attributes``,
+``test_producer_attributes`` (``@queue_status``/``@queue_consumer_status``/``@queue_producer_status`` come from a
+queue agent after the Cypress synchronizer registered the object); ``test_queue_agent_stage``
+(``//sys/@config/queue_agent_server/default_queue_agent_stage`` and an agent that reports an unknown stage);
+``test_revision_changes_on_queue_attribute_change``, ``test_revision_changes_on_consumer_attribute_change``,
+``test_revision_changes_on_producer_attribute_change`` (``@attribute_revision`` is not modelled).
+
+``test_queue_agent_stage_without_agent`` is a check of this port's own: the parts of ``test_queue_agent_stage`` the
+master answers alone (the ``production`` default of ``@queue_agent_stage`` on dynamic tables, set and read back,
+``remove`` back to the default, and ``Operation cannot be performed in transaction`` for a set inside a master
+transaction, as ``TTableNodeProxy::SetBuiltinAttribute`` validates).
+"""
+
+from __future__ import annotations
+
+import pytest
+import yt_commands_shim as ytc
+from yt_commands_shim import (
+    CONSUMER_OBJECT_TABLE_SCHEMA,
+    create,
+    exists,
+    get,
+    raises_yt_error,
+    remove,
+    set,
+    start_transaction,
+    sync_mount_table,
+)
+
+
+@pytest.fixture(autouse=True)
+def _bind(yt, yt_root: str) -> None:
+    ytc.bind(yt, yt_root)
+
+
+def test_non_queues() -> None:
+    create("table", "//tmp/q_static", attributes={"schema": [{"name": "data", "type": "string"}]})
+    create(
+        "table",
+        "//tmp/q_sorted_dynamic",
+        attributes={
+            "dynamic": True,
+            "schema": [
+                {"name": "key", "type": "string", "sort_order": "ascending"},
+                {"name": "value", "type": "string"},
+            ],
+        },
+    )
+    # YTsaurus also creates a sorted replicated table here; replicated tables are not served by ytqueue local.
+    queue_attributes = ["queue_status", "queue_partitions"]
+
+    result = get("//tmp", attributes=queue_attributes)
+    for name in ("q_static", "q_sorted_dynamic"):
+        assert not result[name].attributes
+        for attribute in queue_attributes:
+            assert not exists("//tmp/" + name + "/@" + attribute)
+
+    dynamic_table_attributes = ["queue_agent_stage"]
+    result = get("//tmp", attributes=dynamic_table_attributes)
+    for name in ("q_static",):
+        assert not result[name].attributes
+        for attribute in dynamic_table_attributes:
+            assert not exists("//tmp/" + name + "/@" + attribute)
+
+
+def test_queue_agent_stage_without_agent() -> None:
+    create("table", "//tmp/q", attributes={"dynamic": True, "schema": [{"name": "data", "type": "string"}]})
+    sync_mount_table("//tmp/q")
+    create(
+        "table",
+        "//tmp/c",
+        attributes={"dynamic": True, "schema": CONSUMER_OBJECT_TABLE_SCHEMA, "treat_as_queue_consumer": True},
+    )
+
+    assert get("//tmp/q/@queue_agent_stage") == "production"
+    assert get("//tmp/c/@queue_agent_stage") == "production"
+    assert get("//tmp", attributes=["queue_agent_stage"])["q"].attributes == {"queue_agent_stage": "production"}
+
+    set("//tmp/q/@queue_agent_stage", "testing")
+    assert get("//tmp/q/@queue_agent_stage") == "testing"
+    set("//tmp/c/@queue_agent_stage", "testing")
+    set("//tmp/c/@queue_agent_stage", "production")
+    assert get("//tmp/c/@queue_agent_stage") == "production"
+
+    remove("//tmp/q/@queue_agent_stage")
+    assert get("//tmp/q/@queue_agent_stage") == "production"
+
+    set("//tmp/q/@queue_agent_stage", "testing")
+    tx = start_transaction()
+    with raises_yt_error("Operation cannot be performed in transaction"):
+        set("//tmp/q/@queue_agent_stage", "value_under_tx", transaction_id=tx)
+    with raises_yt_error("Operation cannot be performed in transaction"):
+        remove("//tmp/q/@queue_agent_stage", transaction_id=tx)
+    with raises_yt_error("Operation cannot be performed in transaction"):
+        set("//tmp/c/@treat_as_queue_consumer", False, transaction_id=tx)
+    ytc.execute_command("abort_transaction", {"transaction_id": tx})
+    assert get("//tmp/q/@queue_agent_stage") == "testing"
+    assert get("//tmp/c/@treat_as_queue_consumer")
