@@ -7,6 +7,7 @@ list partitions and fetch bounds, and executors use the same object
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -92,6 +93,12 @@ class QueueBackend(ABC):
         Rows that are gone are reported through ``on_data_loss`` and skipped; a row index that does not
         follow the previous one is a gap and is reported too.
         """
+
+    def thread_copy(self) -> QueueBackend:
+        """A copy of this backend for one reading thread of the driver (``read_mode=driver`` reads a batch's ranges
+        side by side): what a read changes and the clients it uses are that thread's own. The default is a shallow
+        copy, for backends that borrow a client per read from a thread-safe pool (Kafka's pooled consumers)."""
+        return copy.copy(self)
 
     def offsets_for_timestamps(self, timestamps: Mapping[str, int]) -> dict[str, int | None]:
         """First offset at or after each timestamp (ms), ``None`` where there is none (Kafka only)."""

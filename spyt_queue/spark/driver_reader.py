@@ -11,17 +11,26 @@ policy and delayed commit after the sink. This class only reads the planned rang
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import SimpleDataSourceStreamReader
+from pyspark.sql.datasource import InputPartition, SimpleDataSourceStreamReader
 
+from spyt_queue.backend import QueueBackend
 from spyt_queue.errors import OptionError
 from spyt_queue.offsets import LATEST_ENDS
 from spyt_queue.spark.compat import SupportsTriggerAvailableNow
 from spyt_queue.spark.errors import one_line
+from spyt_queue.spark.partitions import JournaledPartition, PackedRanges, RangePartition
 from spyt_queue.spark.stream_reader import QueueStreamReader
+
+#: Most ranges of one batch the driver reads side by side (each thread with its own copy of the backend, so its
+#: own client): the reads are mostly waits on the server (YT pulls are HTTP round trips), and a small pool keeps
+#: a 2-core driver from oversubscribing.
+DRIVER_READ_THREADS = 4
 
 
 class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -35,6 +44,14 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
     def __init__(self, planner: QueueStreamReader) -> None:
         self.planner = planner
         self._checked = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._thread_backends: dict[tuple[int, int], QueueBackend] = {}  # (thread, backend id) -> thread copy
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_pool"] = None  # threads and clients of the driver's runner stay there
+        state["_thread_backends"] = {}
+        return state
 
     def _refuse_a_journal_request(self) -> None:
         """Refuse, at the query's first call, a consumer whose batch journal a transactional sink asked for: only
@@ -100,12 +117,60 @@ class DriverStreamReader(SimpleDataSourceStreamReader, SupportsTriggerAvailableN
         return iter(self._batches(start, end))
 
     def _batches(self, start: dict[str, Any], end: dict[str, Any]) -> list[pa.RecordBatch]:
-        return [batch for partition in self.planner.partitions(start, end) for batch in self.planner.read(partition)]
+        """The batch's rows, range after range in the planned order; the ranges are read side by side.
+
+        Each range is read as a task would read it (:meth:`QueueStreamReader.read`: the same exactness and data-loss
+        checks, retries and one-line errors), by a thread of a small pool with its own copy of the backend
+        (:meth:`~spyt_queue.backend.QueueBackend.thread_copy`). A failing batch raises what reading the ranges one
+        after the other would raise: the error of the first failing range in the planned order (ranges not started
+        yet are dropped, and those running are waited for, so no read outlives the batch)."""
+        ranges = self._ranges(self.planner.partitions(start, end))
+        if len(ranges) <= 1:
+            return [batch for part in ranges for batch in self.planner.read(part)]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=DRIVER_READ_THREADS, thread_name_prefix="spyt-queue-read")
+        futures: list[Future[list[pa.RecordBatch]]] = [self._pool.submit(self._read_here, part) for part in ranges]
+        try:
+            return [batch for future in futures for batch in future.result()]
+        finally:
+            for future in futures:
+                future.cancel()
+            wait(futures)
+
+    @staticmethod
+    def _ranges(partitions: Sequence[InputPartition]) -> list[RangePartition]:
+        """The ranges of a batch's input partitions in their order (packed ones unpacked); a journaling partition
+        journals first, as its task would before reading."""
+        ranges: list[RangePartition] = []
+        for partition in partitions:
+            inner: InputPartition | None = partition
+            if isinstance(partition, JournaledPartition):
+                partition.journal.record(partition.plan)
+                inner = partition.inner
+            if isinstance(inner, PackedRanges):
+                ranges.extend(inner.ranges)
+            elif inner is not None:
+                assert isinstance(inner, RangePartition), inner
+                ranges.append(inner)
+        return ranges
+
+    def _read_here(self, part: RangePartition) -> list[pa.RecordBatch]:
+        """One range read on this thread, with this thread's copy of its backend."""
+        key = (threading.get_ident(), id(part.backend))
+        backend = self._thread_backends.get(key)
+        if backend is None:
+            backend = self._thread_backends[key] = part.backend.thread_copy()
+        own = RangePartition(backend, part.partition, part.start, part.end, part.fail_on_data_loss)
+        return list(self.planner.read(own))
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark's delayed commit: :meth:`QueueStreamReader.commit`."""
         self.planner.commit(end)
 
     def stop(self) -> None:
-        """Ends the planner's commit thread (Spark does not call this on the simple path; nothing depends on it)."""
+        """Ends the planner's commit thread and the read threads (Spark does not call this on the simple path;
+        nothing depends on it)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
         self.planner.stop()

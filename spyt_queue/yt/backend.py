@@ -8,6 +8,7 @@ and tablets without a consumer row start at their first available row.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import time
@@ -117,6 +118,7 @@ class YtQueueBackend(QueueBackend):
         self._known: frozenset[bytes] | None = None
         #: Pulls read per format in this process (``dsv``; ``yson``; ``dsv_redone``: DSV pulls re-read in YSON).
         self.pull_counts: dict[str, int] = {"dsv": 0, "yson": 0, "dsv_redone": 0}
+        self._thread_client = False  # a copy of thread_copy(): the reading thread's own client
 
     # -- pickling: executors get configuration and the schema, never a live client ---------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -124,12 +126,21 @@ class YtQueueBackend(QueueBackend):
         state["_converter"] = None
         state["_dsv"] = None
         state["pull_counts"] = {"dsv": 0, "yson": 0, "dsv_redone": 0}
+        state["_thread_client"] = False
         return state
+
+    def thread_copy(self) -> YtQueueBackend:
+        """A copy reading with the calling thread's own ``YtClient`` (``yt.wrapper`` clients are not thread-safe),
+        with its own converters and pull counts, as an executor's unpickled copy has."""
+        twin = copy.copy(self)
+        twin.__dict__.update(self.__getstate__())
+        twin._thread_client = True
+        return twin
 
     @property
     def client(self) -> YtClient:
-        """The process-wide cached ``YtClient``."""
-        client = self.connection.client()
+        """The process-wide cached ``YtClient``, or for a :meth:`thread_copy` the thread's own."""
+        client = self.connection.thread_client() if self._thread_client else self.connection.client()
         skip_empty_proxy_discovery(client)
         return client
 
