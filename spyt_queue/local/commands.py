@@ -8,7 +8,7 @@ from typing import Any
 
 import yt.yson as yson
 
-from spyt_queue.local import ids, mutations, node_copy, producer, queues, reads, static_tables, tablets
+from spyt_queue.local import ids, multiset, mutations, node_copy, producer, queues, reads, static_tables, tablets
 from spyt_queue.local.cypress import check_outside_transaction
 from spyt_queue.local.errors import RESOLVE_ERROR, YtError
 from spyt_queue.local.formats import (
@@ -404,6 +404,14 @@ def _set(state: State, req: Request) -> Result:
     return Result({})
 
 
+def _multiset_attributes(state: State, req: Request) -> Result:
+    _master_tx_check(state, req.params)
+    _outside_transaction_check(state, req.params, removing=False)
+    values = decode_structured(req.body, _input_format(req.params))
+    multiset.multiset_attributes(state, _path(req.params).path, values)
+    return Result({})
+
+
 def _modify_rows(state: State, req: Request, delete: bool) -> Result:
     params = req.params
     path = _plain_path(params)
@@ -782,6 +790,7 @@ COMMANDS = [
     Command("exists", NULL, STRUCTURED, False, False, _exists),
     Command("remove", NULL, STRUCTURED, True, False, _remove),
     Command("set", STRUCTURED, STRUCTURED, True, False, _set),
+    Command("multiset_attributes", STRUCTURED, STRUCTURED, True, False, _multiset_attributes),
     Command("link", NULL, STRUCTURED, True, False, _link),
     Command("insert_rows", TABULAR, STRUCTURED, True, True, _insert_rows),
     Command("delete_rows", TABULAR, STRUCTURED, True, True, _delete_rows),

@@ -1375,3 +1375,55 @@ def test_root_creation_time() -> None:
     create("map_node", "//tmp/a", transaction_id=tx)
     ytc.commit_transaction(tx)
     assert creation_time == get("//@creation_time")
+
+
+def multiset_attributes(path: str, subrequests: dict, **kwargs: object) -> None:
+    """``yt_commands.multiset_attributes``: the attribute map as the structured input."""
+    params = {"path": ytc._map(path), "input_format": "yson", **kwargs}
+    make_request("multiset_attributes", params, data=yson.dumps(subrequests), client=ytc._BOUND.client)
+
+
+def test_multiset_attributes() -> None:
+    multiset_attributes("//tmp/@", {"a": 1, "b": 2})
+    assert get("//tmp/@a") == 1
+    assert get("//tmp/@b") == 2
+    multiset_attributes("//tmp/@", {"b": 3, "c": 4})
+    assert get("//tmp/@a") == 1
+    assert get("//tmp/@b") == 3
+    assert get("//tmp/@c") == 4
+
+    set("//tmp/@m", {})
+
+    multiset_attributes("//tmp/@m", {"x": 5, "y": 6})
+    assert get("//tmp/@m/x") == 5
+    assert get("//tmp/@m/y") == 6
+
+    multiset_attributes("//tmp/@", {"m/y": 7, "m/z": 8})
+    assert get("//tmp/@m/x") == 5
+    assert get("//tmp/@m/y") == 7
+    assert get("//tmp/@m/z") == 8
+
+
+def test_multiset_attributes_invalid() -> None:
+    with raises_yt_error('Expected "slash" in YPath but found end-of-string'):
+        multiset_attributes("//tmp", {"a": 1})
+    with raises_yt_error("Empty attribute names are not allowed"):
+        multiset_attributes("//tmp/@", {"": 2})
+    with raises_yt_error('Custom attribute "a" is not found'):
+        multiset_attributes("//tmp/@", {"a/b": 3})
+    with raises_yt_error('Builtin attribute "ref_counter" cannot be set'):
+        multiset_attributes("//tmp/@", {"ref_counter": 5})
+    with raises_yt_error('Node //tmp has no child with key "unexisting_node"'):
+        multiset_attributes("//tmp/unexisting_node/@", {"m/y": 7, "m/z": 8})
+
+
+def test_multiset_attributes_nonatomicity() -> None:
+    # This test relies on subrequests execution in lexicographic sorted order.
+    # It might be changed in the future.
+
+    with raises_yt_error('Custom attribute "b" is not found'):
+        multiset_attributes("//tmp/@", {"a": 1, "b/x": 2, "c": 3})
+    attributes = get("//tmp/@")
+    assert attributes["a"] == 1
+    assert "b" not in attributes
+    assert "c" not in attributes
