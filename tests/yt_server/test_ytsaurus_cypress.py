@@ -1427,3 +1427,31 @@ def test_multiset_attributes_nonatomicity() -> None:
     assert attributes["a"] == 1
     assert "b" not in attributes
     assert "c" not in attributes
+
+
+def test_multiset_attributes_tricky() -> None:
+    # Result of these commands depends on order of subrequests execution.
+    # We assume that it's undefined, so check that result is consistent
+    # with some ordering of subrequests and that master doesn't crash.
+
+    try:
+        multiset_attributes("//tmp/@", {"a": {}, "a/b": 1})
+        assert get("//tmp/@a") == {"b": 1}
+    except YtError:
+        assert "a" not in get("//tmp/@a")
+
+    with raises_yt_error('attribute "id" cannot be set'):
+        multiset_attributes("//tmp/@", {"a": 1, "id": 2, "z": 3})
+
+    attributes = get("//tmp/@")
+    if "a" in attributes:
+        assert attributes["a"] == 1
+    if "c" in attributes:
+        assert attributes["c"] == 3
+
+    set("//tmp/@a", {})
+    multiset_attributes("//tmp/@", {"a": {"b": 2}, "a/b": 3})
+    assert get("//tmp/@a/b") == 2 or get("//tmp/@a/b") == 3
+
+    multiset_attributes("//tmp/@", {"a": 5})
+    assert get("//tmp/@a") == 4 or get("//tmp/@a") == 5
