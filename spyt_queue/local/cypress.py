@@ -132,6 +132,17 @@ FIXED_WHILE_MOUNTED = {
 }
 
 
+#: The ``//sys`` attribute listing queues and consumers (opaque: ``get //sys/@`` shows an entity).
+QUEUE_AGENT_OBJECT_REVISIONS = "queue_agent_object_revisions"
+
+
+def check_consumer_flag(table: TableMeta | None) -> None:
+    """``@treat_as_queue_consumer`` is an attribute of sorted dynamic tables only: on another table, setting it
+    (at ``create`` too) is refused as ``TTableNodeProxy::SetBuiltinAttribute`` does."""
+    if table is not None and not (table.dynamic and table.schema.sorted):
+        raise YtError('Builtin attribute "treat_as_queue_consumer" cannot be set')
+
+
 def check_tablet_cell_bundle(value: Any) -> None:
     """A tablet cell bundle must exist (``GetTabletCellBundleByNameOrThrow``); this server has only ``default``."""
     if value != "default":
@@ -235,6 +246,7 @@ class Cypress:
         """Write one node (and its table metadata) through ``conn``; the node gets the next ``@revision``."""
         self.revision += 1
         node.sys["revision"] = self.revision
+        node.sys.setdefault("attribute_revision", self.revision)  # the creation's, until an attribute changes
         sys_data = dict(node.sys)
         if node.table is not None:
             sys_data["table"] = {
@@ -399,6 +411,7 @@ class Cypress:
             "acl": [],
             "inherit_acl": True,
             "revision": yson.YsonUint64(int(node.sys.get("revision", 0))),
+            "attribute_revision": yson.YsonUint64(int(node.sys.get("attribute_revision", node.sys.get("revision", 0)))),
             "user_attribute_keys": list(node.attrs),
             "user_attributes": copy.deepcopy(node.attrs),
         }
@@ -429,7 +442,6 @@ class Cypress:
                     "compression_codec": "lz4",
                     "erasure_codec": "none",
                     "replication_factor": 1,
-                    "treat_as_queue_consumer": False,
                     "treat_as_queue_producer": False,
                     "chunk_count": table.live_chunk_count(),
                     "chunk_row_count": sum(int(c[1]) for c in table.chunks) if not table.dynamic else 0,
@@ -463,6 +475,7 @@ class Cypress:
                 )
                 if schema.sorted:
                     result["pivot_keys"] = table.pivot_keys or [[]]
+                    result["treat_as_queue_consumer"] = False  # of sorted dynamic tables only (table_node_proxy.cpp)
                 else:
                     result["commit_ordering"] = "weak"  # an attribute of ordered tables only (test_no_commit_ordering)
                     rows = sum(t.total_row_count - t.trimmed_row_count for t in table.tablets)
@@ -493,7 +506,25 @@ class Cypress:
     def attributes(self, node: Node) -> dict[str, Any]:
         """All attributes: builtin ones overridden by user-set ones."""
         result = self.builtin_attributes(node)
+        if node.path == "//sys":
+            result[QUEUE_AGENT_OBJECT_REVISIONS] = yson.YsonEntity()  # opaque: computed when asked for by name
         result.update(node.attrs)
+        return result
+
+    def queue_agent_object_revisions(self) -> dict[str, dict[str, Any]]:
+        """``//sys/@queue_agent_object_revisions``: every queue (ordered dynamic table) and consumer (sorted
+        dynamic table with ``@treat_as_queue_consumer``) by path, with its ``@attribute_revision``, as
+        ``TTableManager::GetQueueAgentObjectRevisionsAsync`` lists them for the Cypress synchronizer."""
+        result: dict[str, dict[str, Any]] = {"queues": {}, "consumers": {}}
+        for node in self.by_id.values():
+            table = node.table
+            if table is None or not table.dynamic:
+                continue
+            revision = self.builtin_attributes(node)["attribute_revision"]
+            if not table.schema.sorted:
+                result["queues"][node.path] = revision
+            elif bool(node.attrs.get("treat_as_queue_consumer", False)):
+                result["consumers"][node.path] = revision
         return result
 
     def get_attribute(self, node: Node, attribute: list[str], full_path: str) -> Any:
@@ -505,6 +536,8 @@ class Cypress:
         if name not in attrs:
             raise resolve_error(full_path, f'Attribute "{name}" is not found')
         value = attrs[name]
+        if node.path == "//sys" and name == QUEUE_AGENT_OBJECT_REVISIONS and name not in node.attrs:
+            value = self.queue_agent_object_revisions()
         for key in attribute[1:]:
             if isinstance(value, dict) and key in value:
                 value = value[key]
@@ -719,6 +752,8 @@ class Cypress:
             if len(attribute) == 1:
                 if name == "tablet_cell_bundle":
                     check_tablet_cell_bundle(value)
+                if name == "treat_as_queue_consumer":
+                    check_consumer_flag(node.table)
                 if name == expiration.ATTRIBUTE:
                     expiration.check(value, is_root=node is self.root)
                 if name in FIXED_WHILE_MOUNTED and node.table is not None and node.table.dynamic:
@@ -741,6 +776,7 @@ class Cypress:
                     raise YtError(f"Cannot set {full_path}: the parent is not a map")
                 target[attribute[-1]] = value
         node.sys["modification_time"] = _now()
+        node.sys["attribute_revision"] = self.revision + 1  # persist gives the node this revision
         self.persist(conn, node)
 
     def remove_attribute(
@@ -756,6 +792,7 @@ class Cypress:
         if attribute == ["*"]:  # remove(path/@*): every user attribute
             node.attrs = {}
             node.sys["modification_time"] = _now()
+            node.sys["attribute_revision"] = self.revision + 1
             self.persist(conn, node)
             return
         if name in READ_ONLY_ATTRIBUTES:
@@ -780,6 +817,7 @@ class Cypress:
                 raise resolve_error(full_path, f'Node /{"/".join(attribute[:-1])} has no child with key "{last}"')
             del parent[index]
         node.sys["modification_time"] = _now()
+        node.sys["attribute_revision"] = self.revision + 1
         self.persist(conn, node)
 
 

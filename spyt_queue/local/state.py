@@ -21,6 +21,7 @@ from spyt_queue.local.cypress import (
     Node,
     TableMeta,
     Tablet,
+    check_consumer_flag,
     check_tablet_cell_bundle,
     node_type_for_value,
     parse_commit_ordering,
@@ -249,6 +250,8 @@ class State:
             attributes["commit_ordering"] = parse_commit_ordering(attributes["commit_ordering"])
         if "tablet_cell_bundle" in attributes:
             check_tablet_cell_bundle(attributes["tablet_cell_bundle"])
+        if "treat_as_queue_consumer" in attributes:
+            check_consumer_flag(table)
         if table is not None and table.dynamic:
             # As TTableNodeTypeHandler::DoCreate and TTableNode::ValidateReshard (table_server).
             if tablet_count is not None and int(tablet_count) <= 0:
