@@ -7,12 +7,14 @@ queue attributes; what of it applies to one node without the agent is ported her
 expected values (``yt_commands_shim`` stands in for ``yt_commands``; ``//tmp`` is a fresh directory per test).
 
 Ported: ``TestMasterIntegration::test_non_queues`` without its ``replicated_table`` (replicated tables are not
-served). Skipped, with the reason: ``test_queue_attributes``, ``test_consumer_attributes``,
-``test_producer_attributes`` (``@queue_status``/``@queue_consumer_status``/``@queue_producer_status`` come from a
-queue agent after the Cypress synchronizer registered the object); ``test_queue_agent_stage``
+served), ``test_revision_changes_on_queue_attribute_change``, ``test_revision_changes_on_consumer_attribute_change``.
+Skipped, with the reason: ``test_queue_attributes``, ``test_consumer_attributes``, ``test_producer_attributes``
+(``@queue_status``/``@queue_consumer_status``/``@queue_producer_status`` come from a queue agent after the Cypress
+synchronizer registered the object); ``test_queue_agent_stage``
 (``//sys/@config/queue_agent_server/default_queue_agent_stage`` and an agent that reports an unknown stage);
-``test_revision_changes_on_queue_attribute_change``, ``test_revision_changes_on_consumer_attribute_change``,
-``test_revision_changes_on_producer_attribute_change`` (``@attribute_revision`` is not modelled).
+``test_revision_changes_on_producer_attribute_change`` (it runs only where
+``_should_skip_queue_producer_attributes_tests`` allows, and expects ``create("queue_producer")`` without
+``@treat_as_queue_producer``, which this server sets).
 
 ``test_queue_agent_stage_without_agent`` is a check of this port's own: the parts of ``test_queue_agent_stage`` the
 master answers alone (the ``production`` default of ``@queue_agent_stage`` on dynamic tables, set and read back,
@@ -30,6 +32,7 @@ from yt_commands_shim import (
     exists,
     get,
     raises_yt_error,
+    register_queue_consumer,
     remove,
     set,
     start_transaction,
@@ -105,3 +108,52 @@ def test_queue_agent_stage_without_agent() -> None:
     ytc.execute_command("abort_transaction", {"transaction_id": tx})
     assert get("//tmp/q/@queue_agent_stage") == "testing"
     assert get("//tmp/c/@treat_as_queue_consumer")
+
+
+def _create_queue(path: str) -> None:
+    """``TestQueueAgentBase._create_queue`` with its defaults (one partition, ``$timestamp`` and
+    ``$cumulative_data_weight`` columns, mounted)."""
+    schema = [
+        {"name": "data", "type": "string"},
+        {"name": "$timestamp", "type": "uint64"},
+        {"name": "$cumulative_data_weight", "type": "int64"},
+    ]
+    create("table", path, attributes={"dynamic": True, "schema": schema})
+    sync_mount_table(path)
+
+
+def _create_registered_consumer(consumer_path: str, queue_path: str, vital: bool = False) -> None:
+    """``TestQueueAgentBase._create_registered_consumer``: a mounted consumer table, registered."""
+    create(
+        "table",
+        consumer_path,
+        attributes={"dynamic": True, "schema": CONSUMER_OBJECT_TABLE_SCHEMA, "treat_as_queue_consumer": True},
+    )
+    sync_mount_table(consumer_path)
+    register_queue_consumer(queue_path, consumer_path, vital=vital)
+
+
+def _set_and_assert_revision_change(path, attribute, value):
+    old_revision = get(path + "/@attribute_revision")
+    set(f"{path}/@{attribute}", value)
+    assert get(f"{path}/@{attribute}") == value
+    assert get(f"{path}/@attribute_revision") > old_revision
+
+
+def test_revision_changes_on_queue_attribute_change() -> None:
+    create("table", "//tmp/q", attributes={"dynamic": True, "schema": [{"name": "data", "type": "string"}]})
+    sync_mount_table("//tmp/q")
+
+    _set_and_assert_revision_change("//tmp/q", "queue_agent_stage", "testing")
+
+
+def test_revision_changes_on_consumer_attribute_change() -> None:
+    _create_queue("//tmp/q")
+    sync_mount_table("//tmp/q")
+    _create_registered_consumer("//tmp/c", "//tmp/q")
+
+    _set_and_assert_revision_change("//tmp/c", "treat_as_queue_consumer", True)
+    _set_and_assert_revision_change("//tmp/c", "queue_agent_stage", "testing")
+    # TODO(max42): this attribute is deprecated.
+    _set_and_assert_revision_change("//tmp/c", "vital_queue_consumer", True)
+    _set_and_assert_revision_change("//tmp/c", "target_queue", "haha:muahaha")
