@@ -312,6 +312,10 @@ class KafkaBackend(QueueBackend):
             if position >= end:
                 break
             timed_out = (time.monotonic() - waiting_since) * 1000 > self.poll_timeout_ms
+            if timed_out and self._last_transient is not None:  # the broker said why: its leader is away
+                # (asking it for the watermarks would only wait out the timeout a second time)
+                what = f"offset {position} (batch ends at {end})"
+                raise self._unreachable(partition, what, waiting_since, self._last_transient)
             if timed_out or (self._eof_at is not None and self._eof_at <= position):
                 # The log ends before the batch does: was it deleted and created again under the read?
                 self._eof_at = None
@@ -320,9 +324,6 @@ class KafkaBackend(QueueBackend):
                     self._log_ends_early(partition, position, end, high, on_data_loss)
                     return
             if timed_out:
-                if self._last_transient is not None:  # the broker said why: its leader is away
-                    what = f"offset {position} (batch ends at {end})"
-                    raise self._unreachable(partition, what, waiting_since, self._last_transient)
                 raise SpytQueueError(
                     f"Timed out after {self.poll_timeout_ms} ms reading {self.describe(partition)} at offset "
                     f"{position} (batch ends at {end}); raise kafkaConsumer.pollTimeoutMs if the broker is slow"
