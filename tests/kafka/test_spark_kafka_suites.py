@@ -385,3 +385,142 @@ def test_fail_on_data_loss_true_fails_a_batch_read_of_deleted_records(spark, tri
         df.collect()
     expected = "Some data may have been lost" if source == "kafka" else "DataLossError"
     assert expected in str(failure.value), str(failure.value)[:2000]
+
+
+# -- KafkaSinkSuite (batch writes; its streaming cases read a MemoryStream, which PySpark lacks, and run the same
+# -- checks of the written DataFrame's schema) ------------------------------------------------------------------
+
+
+def write(df: Any, source: str, bootstrap: str, **options: Any) -> None:
+    writer = df.write.format(source).option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        writer = writer.option(key, str(value))
+    writer.mode("append").save()
+
+
+def read_back(spark: Any, source: str, topic: Topic, **options: Any) -> Any:
+    return batch(spark, source, topic, startingOffsets="earliest", endingOffsets="latest", **options)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_sink_batch_write_to_kafka(spark, kafka_bootstrap, checkpoint, source):
+    """"batch - write to kafka": values with headers (a key repeated, none for one record) read back as written."""
+    from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
+
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    headers_type = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
+    schema = StructType(
+        [StructField("topic", StringType()), StructField("value", StringType()), StructField("headers", headers_type)]
+    )
+    data = [
+        (topic.name, "1", [("a", b"b")]),
+        (topic.name, "2", [("c", b"d"), ("e", b"f")]),
+        (topic.name, "3", [("g", b"h"), ("g", b"i")]),
+        (topic.name, "4", None),
+        (topic.name, "5", [("j", b"k"), ("j", b"l"), ("m", b"n")]),
+    ]
+    write(spark.createDataFrame(data, schema), source, topic.bootstrap, topic=topic.name)
+    rows = read_back(spark, source, topic, includeHeaders="true").selectExpr("cast(value as string) v", "headers")
+    found = sorted(
+        (r.v, None if r.headers is None else [(h.key, bytes(h.value)) for h in r.headers]) for r in rows.collect()
+    )
+    assert found == [(v, h) for _, v, h in data]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_sink_batch_partition_column_and_partitioner_priorities(spark, kafka_bootstrap, checkpoint, source):
+    """"batch - partition column and partitioner priorities": a partition column places every record; a null one
+    is ignored, the record going where its key sends it."""
+    from pyspark.sql.functions import lit
+
+    df = spark.createDataFrame([(f"k{i}", str(i)) for i in range(20)], "key string, value string")
+    by_column = Topic(kafka_bootstrap, checkpoint, partitions=4)
+    write(df.withColumn("partition", lit(2)), source, by_column.bootstrap, topic=by_column.name)
+    assert {r.partition for r in read_back(spark, source, by_column).collect()} == {2}
+    by_key, null_column = (Topic(kafka_bootstrap, checkpoint, partitions=4) for _ in range(2))
+    write(df, source, by_key.bootstrap, topic=by_key.name)
+    write(df.withColumn("partition", lit(None).cast("int")), source, null_column.bootstrap, topic=null_column.name)
+    placed = [
+        sorted((r.value, r.partition) for r in read_back(spark, source, t).select("value", "partition").collect())
+        for t in (by_key, null_column)
+    ]
+    assert placed[0] == placed[1]
+    assert len({p for _, p in placed[0]}) > 1
+
+
+#: id: (select expressions over (topic, value), options, what Spark's error says, what ytqueue's says)
+BAD_WRITES = {
+    "null-topic-no-option": (
+        ["cast(null as string) as topic", "value"], {}, "contains a null topic", "Null 'topic' and no 'topic' option"
+    ),
+    "no-topic-no-option": (
+        ["value as key", "value"], {}, "topic option required", "no 'topic' column and no 'topic' option"
+    ),
+    "no-value": (
+        ["topic", "value as key"], {}, "required attribute 'value' not found", "a 'value' column (string or binary)"
+    ),
+    "topic-int": (["cast(1 as int) as topic", "value"], {}, "topic must be a(n) string", "'topic' must be a string"),
+    "value-int": (
+        ["topic", "cast(value as int) as value"], {}, "value must be a(n) string or binary", "'value' must be string"
+    ),
+    "key-int": (
+        ["topic", "cast(value as int) as key", "value"], {}, "key must be a(n) string or binary", "'key' must be string"
+    ),
+    "partition-string": (
+        ["topic", "value", "value as partition"], {}, "partition must be a(n) int", "'partition' must be an int"
+    ),
+    "key-serializer": (
+        ["topic", "value"], {"kafka.key.serializer": "f"}, "'key.serializer' is not", "'kafka.key.serializer'"
+    ),
+    "value-serializer": (
+        ["topic", "value"], {"kafka.value.serializer": "f"}, "'value.serializer' is not", "'kafka.value.serializer'"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_WRITES))
+@pytest.mark.parametrize("source", SOURCES)
+def test_sink_write_with_bad_schema_or_options(spark, kafka_bootstrap, checkpoint, source, case):
+    """"write data with bad schema", "write data with valid schema but wrong types", "exception on config
+    serializer" and "batch - null topic field value, and no topic option": each write fails, saying why, and
+    writes nothing."""
+    selects, options, spark_says, ytqueue_says = BAD_WRITES[case]
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    df = spark.createDataFrame([(topic.name, "1")], "topic string, value string").selectExpr(*selects)
+    with pytest.raises(Exception) as failure:
+        write(df, source, topic.bootstrap, **options)
+    message = str(failure.value)
+    if source == "kafka":
+        assert spark_says.lower() in message.lower(), message[:1000]
+    else:
+        assert ytqueue_says in message, message[:1000]
+    assert topic.ends() == {0: 0}
+
+
+@pytest.mark.parametrize("mode", ["overwrite", "ignore"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_sink_batch_unsupported_save_modes(spark, kafka_bootstrap, checkpoint, source, mode):
+    """"batch - unsupported save modes": records can not be taken back from a topic, so neither source overwrites
+    or ignores; nothing is written."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    df = spark.createDataFrame([(topic.name, "1")], "topic string, value string")
+    writer = df.write.format(source).option("kafka.bootstrap.servers", topic.bootstrap).mode(mode)
+    with pytest.raises(Exception) as failure:
+        writer.save()
+    assert mode in str(failure.value).lower(), str(failure.value)[:1000]
+    assert topic.ends() == {0: 0}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_sink_write_to_a_topic_that_does_not_exist_fails(spark, kafka_bootstrap, source):
+    """"write to non-existing topic" (the broker creates no topics): the write fails instead of waiting forever;
+    Spark's after ``kafka.max.block.ms``, ytqueue's after librdkafka's ``topic.metadata.propagation.max.ms``
+    (30 s unless set: docs/kafka.md)."""
+    df = spark.createDataFrame([("1",)], "value string")
+    options = {"kafka.max.block.ms": 5000}
+    if source == "ytqueue":
+        options["kafka.topic.metadata.propagation.max.ms"] = 5000
+    with pytest.raises(Exception) as failure:
+        write(df, source, kafka_bootstrap, topic="never-created", **options)
+    message = str(failure.value)
+    assert ("never-created" in message) if source == "kafka" else ("Unknown topic" in message), message[:1000]
