@@ -49,6 +49,7 @@ READ_ONLY_ATTRIBUTES = {
     "count",
     "unmerged_row_count",
     "value",
+    "attribute_revision",
 }
 
 
@@ -508,6 +509,7 @@ class Cypress:
         result = self.builtin_attributes(node)
         if node.path == "//sys":
             result[QUEUE_AGENT_OBJECT_REVISIONS] = yson.YsonEntity()  # opaque: computed when asked for by name
+            result["current_commit_revision"] = yson.YsonUint64(self.revision)  # the last change's revision
         result.update(node.attrs)
         return result
 

@@ -276,6 +276,16 @@ def test_revision2() -> None:
     assert r2 > r1
 
 
+def test_revision4() -> None:
+    r1 = get("//sys/@current_commit_revision")
+    set("//tmp/t", 1)
+    r2 = get("//tmp/t/@revision")
+    assert r1 <= r2
+    remove("//tmp/t")
+    r3 = get("//sys/@current_commit_revision")
+    assert r2 < r3
+
+
 def test_title() -> None:
     tx = start_transaction(attributes={"title": "My title"})
     assert get(f"#{tx}/@title") == "My title"
