@@ -524,3 +524,98 @@ def test_sink_write_to_a_topic_that_does_not_exist_fails(spark, kafka_bootstrap,
         write(df, source, kafka_bootstrap, topic="never-created", **options)
     message = str(failure.value)
     assert ("never-created" in message) if source == "kafka" else ("Unknown topic" in message), message[:1000]
+
+
+# -- KafkaMicroBatchSourceSuite (KafkaSourceSuiteBase) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["subscribe", "assign"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_subscribing_from_specific_offsets(spark, kafka_bootstrap, checkpoint, source, strategy):
+    """"subscribing topic by name from specific offsets" / "assign from specific offsets": -2 (earliest), -1
+    (latest) and explicit offsets per partition; the query restarts from its checkpoint and reads what comes next."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=5)
+    for partition, values in enumerate([[-20, -21, -22], [-10, -11, -12], [0, 1, 2], [10, 11, 12], [20, 21, 22]]):
+        topic.send([str(v) for v in values], partition=partition)
+    starting = json.dumps({topic.name: {"0": -2, "1": -1, "2": 0, "3": 1, "4": 2}})
+    options = {"startingOffsets": starting}
+    if strategy == "assign":
+        options["assign"] = json.dumps({topic.name: [0, 1, 2, 3, 4]})
+    expected = sorted(str(v) for v in [-20, -21, -22, 0, 1, 2, 11, 12, 22])
+
+    def load() -> Any:
+        reader = spark.readStream.format(source).option("kafka.bootstrap.servers", topic.bootstrap)
+        reader = reader.option(strategy, options.get("assign", topic.name))
+        return reader.option("startingOffsets", starting).load()
+
+    sink = Collect()
+    query = start(load(), checkpoint, sink)
+    try:
+        assert wait_until(lambda: sink.values == expected, query=query), sink.batches
+    finally:
+        query.stop()
+    query = start(load(), checkpoint, sink)
+    try:
+        topic.send([str(v) for v in range(30, 35)])
+        more = sorted(expected + [str(v) for v in range(30, 35)])
+        assert wait_until(lambda: sink.values == more, query=query), sink.batches
+    finally:
+        query.stop()
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_kafka_column_types(spark, kafka_bootstrap, checkpoint, source):
+    """"Kafka column types": the schema and a record's columns (null key, value, topic, partition, offset, the
+    producer's create time as timestampType 0, no headers as null)."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    now_ms = int(time.time() * 1000) - 1000
+    topic.send(["1"])
+    df = stream(spark, source, topic, startingOffsets="earliest", includeHeaders="true")
+    rows: list[Any] = []
+    query = df.writeStream.foreachBatch(lambda batch_df, _: rows.extend(batch_df.collect()))
+    query = query.option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    try:
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    assert df.schema.simpleString() == (
+        "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
+        "timestampType:int,headers:array<struct<key:string,value:binary>>>"
+    )
+    [row] = rows
+    assert (row.key, bytes(row.value), row.topic, row.partition, row.offset) == (None, b"1", topic.name, 0, 0)
+    assert row.timestamp.timestamp() * 1000 >= now_ms and row.timestampType == 0
+    assert row.headers is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("kafka.auto.offset.reset", "someValue"),
+        ("kafka.auto.offset.reset", "earliest"),
+        ("kafka.enable.auto.commit", "someValue"),
+        ("kafka.interceptor.classes", "someValue"),
+        ("kafka.key.deserializer", "someValue"),
+        ("kafka.value.deserializer", "someValue"),
+    ],
+)
+@pytest.mark.parametrize("source", SOURCES)
+def test_unsupported_kafka_configs(spark, kafka_bootstrap, source, key, value):
+    """"unsupported kafka configs": refused at ``load()``, saying they are not supported."""
+    reader = spark.readStream.format(source).option("kafka.bootstrap.servers", kafka_bootstrap)
+    reader = reader.option("subscribe", "topic").option(key, value)
+    with pytest.raises(Exception) as failure:
+        reader.load()
+    assert "not supported" in str(failure.value).lower(), str(failure.value)[:1000]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_offsets_from_case_insensitive_parameters(spark, three_partitions, source):
+    """"get offsets from case insensitive parameters": option names in any case."""
+    topic = three_partitions
+    starting = json.dumps({topic.name: {"0": 5, "1": 5, "2": 0}})
+    reader = spark.read.format(source).option("KAFKA.BOOTSTRAP.SERVERS", topic.bootstrap)
+    reader = reader.option("SubScribe", topic.name).option("STARTINGOFFSETS", starting)
+    assert read_values(reader.option("EndingOffsets", "latest").load()) == sorted(
+        [str(i) for i in range(5, 10)] + [str(i) for i in range(15, 21)]
+    )
