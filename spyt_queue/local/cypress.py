@@ -509,6 +509,8 @@ class Cypress:
         result = self.builtin_attributes(node)
         if node.path == "//sys":
             result[QUEUE_AGENT_OBJECT_REVISIONS] = yson.YsonEntity()  # opaque: computed when asked for by name
+        for name in _queue_agent_attributes(node):
+            result[name] = yson.YsonEntity()  # opaque: served by a queue agent
             result["current_commit_revision"] = yson.YsonUint64(self.revision)  # the last change's revision
         result.update(node.attrs)
         return result
@@ -540,6 +542,9 @@ class Cypress:
         value = attrs[name]
         if node.path == "//sys" and name == QUEUE_AGENT_OBJECT_REVISIONS and name not in node.attrs:
             value = self.queue_agent_object_revisions()
+        if name in _queue_agent_attributes(node) and name not in node.attrs:
+            # GetQueueAgentAttributeAsync: no queue agent serves any stage here.
+            raise YtError(f'Queue agent stage "{attrs.get("queue_agent_stage", "production")}" is not found')
         for key in attribute[1:]:
             if isinstance(value, dict) and key in value:
                 value = value[key]
@@ -612,6 +617,11 @@ class Cypress:
                 raise value_paths.refuse_attributes(into.node.path, into.rest)
             return value_paths.exists(into.node.sys.get("value"), into.rest)
         try:
+            attribute = split_path(path)[1]
+            if attribute is not None and len(attribute) == 1:
+                node = self.resolve(path)
+                if attribute[0] in _queue_agent_attributes(node) and attribute[0] not in node.attrs:
+                    return True  # present; a queue agent would serve its value
             self.get(path) if "/@" in path else self.resolve(path)
         except YtError as exc:
             if exc.contains_code(RESOLVE_ERROR):
@@ -821,6 +831,20 @@ class Cypress:
         node.sys["modification_time"] = _now()
         node.sys["attribute_revision"] = self.revision + 1
         self.persist(conn, node)
+
+
+def _queue_agent_attributes(node: Node) -> tuple[str, ...]:
+    """The attributes a queue agent serves for ``node`` (a queue, consumer or producer), none for other nodes."""
+    table = node.table
+    if table is None or not table.dynamic:
+        return ()
+    if not table.schema.sorted:
+        return ("queue_status", "queue_partitions")
+    if bool(node.attrs.get("treat_as_queue_consumer", False)):
+        return ("queue_consumer_status", "queue_consumer_partitions")
+    if bool(node.attrs.get("treat_as_queue_producer", False)):
+        return ("queue_producer_status", "queue_producer_partitions")
+    return ()
 
 
 def _child(value: Any, key: str) -> Any:

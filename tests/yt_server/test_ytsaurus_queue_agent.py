@@ -25,7 +25,9 @@ transaction, as ``TTableNodeProxy::SetBuiltinAttribute`` validates).
 from __future__ import annotations
 
 import pytest
+import yt.yson as yson
 import yt_commands_shim as ytc
+from conformance import REAL_CLUSTER
 from yt_commands_shim import (
     CONSUMER_OBJECT_TABLE_SCHEMA,
     create,
@@ -98,6 +100,9 @@ def test_queue_agent_stage_without_agent() -> None:
     assert get("//tmp/q/@queue_agent_stage") == "production"
 
     set("//tmp/q/@queue_agent_stage", "testing")
+    # There is no queue agent with stage "testing", so accessing queue status would result in an error.
+    with raises_yt_error('Queue agent stage "testing" is not found'):
+        get("//tmp/q/@queue_status")
     tx = start_transaction()
     with raises_yt_error("Operation cannot be performed in transaction"):
         set("//tmp/q/@queue_agent_stage", "value_under_tx", transaction_id=tx)
@@ -157,3 +162,26 @@ def test_revision_changes_on_consumer_attribute_change() -> None:
     # TODO(max42): this attribute is deprecated.
     _set_and_assert_revision_change("//tmp/c", "vital_queue_consumer", True)
     _set_and_assert_revision_change("//tmp/c", "target_queue", "haha:muahaha")
+
+
+@pytest.mark.skipif(REAL_CLUSTER, reason="a real cluster runs a queue agent for its stages")
+def test_queue_agent_attributes_without_agent() -> None:
+    """A check of this port's own: with no queue agent serving a stage, the agent-backed attributes of queues,
+    consumers and producers fail as ``GetQueueAgentAttributeAsync`` does (``Queue agent stage "production" is not
+    found``); they are opaque in ``get(path/@)`` and absent on other tables."""
+    _create_queue("//tmp/q")
+    _create_registered_consumer("//tmp/c", "//tmp/q")
+    create("queue_producer", "//tmp/p")
+    for path, names in (
+        ("//tmp/q", ("queue_status", "queue_partitions")),
+        ("//tmp/c", ("queue_consumer_status", "queue_consumer_partitions")),
+        ("//tmp/p", ("queue_producer_status", "queue_producer_partitions")),
+    ):
+        full_attributes = get(path + "/@")
+        for name in names:
+            assert full_attributes[name] == yson.YsonEntity()
+            assert exists(f"{path}/@{name}")
+            with raises_yt_error('Queue agent stage "production" is not found'):
+                get(f"{path}/@{name}")
+    assert not exists("//tmp/c/@queue_status")
+    assert not exists("//tmp/q/@queue_consumer_status")
