@@ -257,8 +257,16 @@ def _data_weight_end(
     return position
 
 
+#: Rows a ``schemaful_dsv`` pull writes at once: its columnar writer pays a fixed cost per call, and stored chunks hold
+#: about a thousand rows each. The lines are the same written in one call or several.
+DSV_WRITE_ROWS = 16384
+
+
 def _encode_slices(state: State, table_id: str, tablet: int, begin: int, end: int, fmt: Format) -> Iterator[bytes]:
     binary = fmt.is_binary_yson
+    if fmt.name == "schemaful_dsv":
+        yield from _encode_dsv_slices(state, table_id, tablet, begin, end, fmt)
+        return
     for data, rows in ordered.read_slices(state.storage, table_id, tablet, begin, end):
         if data is not None and binary:
             yield data
@@ -266,6 +274,18 @@ def _encode_slices(state: State, table_id: str, tablet: int, begin: int, end: in
             yield dumps_rows(loads_fragment(data), fmt)
         elif rows:
             yield dumps_rows(rows, fmt)
+
+
+def _encode_dsv_slices(state: State, table_id: str, tablet: int, begin: int, end: int, fmt: Format) -> Iterator[bytes]:
+    """The rows ``[begin, end)`` in ``schemaful_dsv``, written :data:`DSV_WRITE_ROWS` rows or more at a time."""
+    buffer: list[dict[bytes, Any]] = []
+    for data, rows in ordered.read_slices(state.storage, table_id, tablet, begin, end):
+        buffer.extend(loads_fragment(data) if data is not None else rows or [])
+        if len(buffer) >= DSV_WRITE_ROWS:
+            yield dumps_rows(buffer, fmt)
+            buffer = []
+    if buffer:
+        yield dumps_rows(buffer, fmt)
 
 
 # --------------------------------------------------------------------------------------------------------------

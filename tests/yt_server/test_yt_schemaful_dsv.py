@@ -87,3 +87,49 @@ def test_queue_reads_refuse_read_table_formats(yt, dsv_queue, fmt):
         _raw(yt.pull_queue(dsv_queue, offset=0, partition_index=0, format=fmt, raw=True))
     with pytest.raises(YtResponseError, match=f'Unsupported output format "{fmt}"'):
         _raw(yt.select_rows(f"* from [{dsv_queue}]", format=fmt, raw=True))
+
+
+def test_a_long_pull_in_schemaful_dsv_has_the_bytes_of_its_rows_written_one_by_one(yt, yt_root):
+    """Tens of thousands of rows over many stored chunks (the embedded server writes them whole columns at a time, in
+    tables of thousands of rows): the bytes of the row-by-row writer, itself checked against YTsaurus's above, for the
+    rows a YSON pull of the same range returns."""
+    from spyt_queue.local.formats import _schemaful_dsv_config, _schemaful_dsv_rows
+
+    path = create_queue(yt, f"{yt_root}/long", schema=SCHEMA)
+    rows = [
+        {
+            b"i": i * (-1) ** i * 2**40,
+            b"u": yson.YsonUint64(2**64 - 1 - i),
+            b"d": i / 7,
+            b"b": i % 3 == 0,
+            b"s": None if i % 11 == 0 else (TRICKY if i % 5 == 0 else b"plain %d" % i),
+        }
+        for i in range(40_000)
+    ]
+    yt.insert_rows(path, rows, format=YsonFormat(encoding=None))
+    attributes = {
+        "columns": ["$row_index", "i", "u", "d", "b", "s"],
+        "missing_value_mode": "print_sentinel",
+        "missing_value_sentinel": "\\N",
+    }
+    fmt = SchemafulDsvFormat(
+        columns=attributes["columns"], attributes={k: v for k, v in attributes.items() if k != "columns"}
+    )
+    offset = 0
+    while offset < len(rows):
+        data = _raw(yt.pull_queue(path, offset=offset, partition_index=0, format=fmt, max_row_count=30_000, raw=True))
+        pulled = list(
+            yson.loads(
+                _raw(
+                    yt.pull_queue(
+                        path, offset=offset, partition_index=0, max_row_count=30_000, format=YsonFormat(), raw=True
+                    )
+                ),
+                yson_type="list_fragment",
+                encoding=None,
+                always_create_attributes=False,
+            )
+        )
+        assert pulled, offset
+        assert data == _schemaful_dsv_rows(pulled, _schemaful_dsv_config(attributes)), offset
+        offset += len(pulled)
