@@ -34,7 +34,8 @@ def copy(
     """``copy``: the id of the copy (of the existing node with ``ignore_existing``). A copy keeps
     ``@expiration_time``/``@expiration_timeout`` only when asked to (``preserve_expiration_time``,
     ``preserve_expiration_timeout``), as ``TCopyNodeOptions`` has it; ``preserve_times`` names the times it keeps
-    (``creation_time``, ``modification_time``: ``preserve_creation_time``, ``preserve_modification_time``)."""
+    (``creation_time``, ``modification_time``: ``preserve_creation_time``, ``preserve_modification_time``). A copy of a
+    consumer table is not a consumer: ``@treat_as_queue_consumer`` is not carried over, as on a cluster."""
     dropped = {
         name
         for name, keep in (
@@ -42,7 +43,7 @@ def copy(
             ("expiration_timeout", preserve_expiration_timeout),
         )
         if not keep
-    }
+    } | {"treat_as_queue_consumer"}  # a copy is no consumer (test_object_watchlist.py::test_copy)
     if ignore_existing and force:
         raise YtError('Cannot specify both "ignore_existing" and "force" options simultaneously')
     _check_source(source)

@@ -131,7 +131,6 @@ def test_alter() -> None:
     QueueAgentHelpers.assert_registered_queues_are()
 
 
-@pytest.mark.skip(reason="a copy keeps @treat_as_queue_consumer on ytqueue local (node_copy.py); YTsaurus drops it")
 def test_copy() -> None:
     create("table", "//tmp/q1", attributes={"dynamic": True, "schema": [{"name": "data", "type": "string"}]})
     QueueAgentHelpers.assert_registered_queues_are("//tmp/q1")
