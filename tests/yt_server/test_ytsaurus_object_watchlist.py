@@ -9,8 +9,7 @@ tests, hold other queues too).
 
 Ported (``TestQueueAgentObjectRevisions``): ``test_attribute_opaqueness``; ``test_create``, ``test_copy`` and
 ``test_treat_as_queue_consumer_modifications`` without their replicated tables (``replicated_table`` and
-``table_replica`` are not served by ytqueue local); ``test_alter``. ``test_copy`` is ported but skipped: a copy
-keeps ``@treat_as_queue_consumer`` here, YTsaurus's copy does not carry it over.
+``table_replica`` are not served by ytqueue local); ``test_alter``.
 
 Skipped, with the reason: ``test_transactional_create``, ``test_transactional_copy``, ``test_transactional_fun``
 (Cypress changes in a master transaction are not isolated here: a table created inside one is listed at once);
