@@ -23,10 +23,24 @@ test: deps
 	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q --durations=60
 
 # Every maintained PySpark 4 line, one virtual environment each (.venv-4.0 ... .venv-4.3), running the unit tests,
-# the contract suites (stores, backends, the shared stream scenarios) and the driver log's note on capped one-batch
-# AvailableNow runs (4.0/4.1); `make test` runs everything on the newest.
+# the contract suites (stores, backends, the shared stream scenarios), the driver log's note on capped one-batch
+# AvailableNow runs (4.0/4.1), the wheel in a fresh environment pinned to the line through the README's steps, and
+# one smoke test each of what else differs by line (LINE_SMOKE); `make test` runs everything on the newest.
 SPARK_LINES := 4.0.5 4.1.4 4.2.1 4.3.0
-LINE_TESTS := tests/unit tests/contract tests/yt/test_available_now_note.py
+# Auto-registration of all three formats (no register()), a Kafka query's own group (in the driver log on every line),
+# the Kudu sink resuming from its store (the stores' contract covers HBase's), the transactional mode, and the
+# dead-letter targets: a YT table (from the YT, Kudu and HBase sinks) and a Kafka topic (from the Kafka sink).
+LINE_SMOKE := \
+	tests/packaging/test_wheel_discovery.py::test_editable_install_is_discovered_from_a_notebook_elsewhere \
+	tests/kafka/test_kafka_default_group.py \
+	tests/kudu/test_kudu_stream.py::test_append_keyed_by_source_coordinates_resumes_from_kudu \
+	tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing \
+	tests/yt/test_dead_letter.py::test_yt_sink_refused_rows_go_to_the_dead_letter_table \
+	tests/yt/test_dead_letter.py::test_kafka_sink_refused_record_goes_to_the_dead_letter_topic \
+	tests/yt/test_dead_letter.py::test_kudu_sink_null_key_goes_to_the_dead_letter_table \
+	tests/yt/test_dead_letter.py::test_hbase_sink_bad_rows_go_to_the_dead_letter_table
+LINE_TESTS := tests/unit tests/contract tests/yt/test_available_now_note.py tests/packaging/test_wheel_readme.py \
+	$(LINE_SMOKE)
 MATRIX_TESTS ?= $(LINE_TESTS)
 
 .venv-%/.installed: pyproject.toml
@@ -55,6 +69,8 @@ lint: venv
 
 bench: deps
 	$(PY) bench/bench_local_server.py
+	$(PY) bench/bench_dsv_writer.py
+	$(PY) bench/bench_driver_read.py
 	$(PY) bench/bench_ytqueue_source.py
 	$(PY) bench/bench_scale.py
 	$(PY) bench/bench_kafka_source.py --rounds 2
