@@ -619,3 +619,100 @@ def test_offsets_from_case_insensitive_parameters(spark, three_partitions, sourc
     assert read_values(reader.option("EndingOffsets", "latest").load()) == sorted(
         [str(i) for i in range(5, 10)] + [str(i) for i in range(15, 21)]
     )
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_subscribing_from_latest_offsets(spark, kafka_bootstrap, checkpoint, source):
+    """"subscribing topic by name from latest offsets": what the topic held at the start is not read, what comes
+    after is, across a restart."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=3)
+    topic.send(["-1", "-2", "-3"])
+    sink = Collect()
+    query = start(stream(spark, source, topic, startingOffsets="latest"), checkpoint, sink)
+    try:
+        assert wait_until(lambda: query.lastProgress is not None, query=query)
+        topic.send(["1", "2", "3"])
+        assert wait_until(lambda: sink.values == ["1", "2", "3"], query=query), sink.batches
+    finally:
+        query.stop()
+    topic.send(["4", "5"])  # while stopped: read after the restart
+    query = start(stream(spark, source, topic, startingOffsets="latest"), checkpoint, sink)
+    try:
+        assert wait_until(lambda: sink.values == ["1", "2", "3", "4", "5"], query=query), sink.batches
+    finally:
+        query.stop()
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_subscribing_by_pattern_from_earliest_offsets(spark, kafka_bootstrap, checkpoint, source):
+    """"subscribing topic by pattern from earliest offsets": a topic created later that matches is read too."""
+    prefix = f"pattern-{int(time.time() * 1000)}-{source}"
+    first = Topic(kafka_bootstrap, checkpoint, partitions=2, name=f"{prefix}-a")
+    first.send(["1", "2", "3"])
+    reader = spark.readStream.format(source).option("kafka.bootstrap.servers", kafka_bootstrap)
+    df = reader.option("subscribePattern", f"{prefix}-.*").option("startingOffsets", "earliest").load()
+    sink = Collect()
+    query = start(df, checkpoint, sink)
+    try:
+        assert wait_until(lambda: sink.values == ["1", "2", "3"], query=query), sink.batches
+        second = Topic(kafka_bootstrap, checkpoint, partitions=1, name=f"{prefix}-b")
+        second.send(["4", "5"])
+        assert wait_until(lambda: sink.values == ["1", "2", "3", "4", "5"], query=query), sink.batches
+    finally:
+        query.stop()
+
+
+def send_transaction(topic: Topic, values: list[str], commit: bool) -> None:
+    """Produce ``values`` to partition 0 in one transaction, then commit or abort it."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": topic.bootstrap, "transactional.id": f"tx-{time.time_ns()}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for value in values:
+        producer.produce(topic.name, value=value.encode(), partition=0)
+    assert producer.flush(30) == 0
+    (producer.commit_transaction if commit else producer.abort_transaction)(30)
+
+
+@pytest.mark.parametrize("level", ["read_committed", "read_uncommitted"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_read_kafka_transactional_messages(spark, kafka_bootstrap, checkpoint, source, level):
+    """KafkaRelationSuite's "read Kafka transactional messages": ``read_committed`` skips aborted records (their
+    offsets and the markers' are left out), ``read_uncommitted`` returns them; one DataFrame, run after each step."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=1)
+    df = batch(spark, source, topic, **{"kafka.isolation.level": level})
+    send_transaction(topic, [str(i) for i in range(1, 6)], commit=True)
+    assert read_values(df) == numbers(1, 5)
+    send_transaction(topic, [str(i) for i in range(6, 11)], commit=False)
+    send_transaction(topic, [str(i) for i in range(11, 16)], commit=True)
+    expected = numbers(1, 15) if level == "read_uncommitted" else sorted(numbers(1, 5) + numbers(11, 15))
+    assert read_values(df) == expected
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_no_matched_offset_for_starting_timestamp(spark, three_partitions, source):
+    """KafkaRelationSuite's "no matched offset for timestamp - startingOffsets": a starting time after every
+    record fails the read (the default strategy), naming a partition."""
+    far = 4_102_444_800_000  # 2100-01-01
+    df = batch(spark, source, three_partitions, startingTimestamp=far)
+    with pytest.raises(Exception) as failure:
+        df.collect()
+    message = str(failure.value)
+    named = f"{three_partitions.name}-" if source == "kafka" else f"of topic {three_partitions.name}"
+    assert named in message, message[:1000]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_input_row_metrics(spark, kafka_bootstrap, checkpoint, source):
+    """"input row metrics": a batch's progress counts the records it read."""
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=2)
+    topic.send([str(i) for i in range(7)])
+    sink = Collect()
+    query = start(stream(spark, source, topic, startingOffsets="earliest"), checkpoint, sink, availableNow=True)
+    try:
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    assert sum(p["numInputRows"] for p in query.recentProgress) == 7
+    assert sum(p["sources"][0]["numInputRows"] for p in query.recentProgress) == 7
