@@ -32,6 +32,7 @@ except ImportError:  # Python 3.10: pytest's own TOML reader
     import tomli as tomllib
 
 from spyt_queue.yt.admin import column, create_queue
+from tests.packaging.builds import build_wheel, copy_without_symlinks, pip
 
 pytestmark = pytest.mark.spark
 
@@ -79,22 +80,6 @@ SCRIPT = textwrap.dedent(
     print("RESULT " + json.dumps(result))
     spark.stop()
     """
-)
-
-# Build artefacts, caches and local state that must not go into the copy of the project.
-_NOT_SOURCES = shutil.ignore_patterns(
-    ".venv",
-    ".git",
-    "build",
-    "dist",
-    "*.egg-info",
-    "__pycache__",
-    ".pytest_cache",
-    ".ruff_cache",
-    "target",
-    "spark-warehouse",
-    "metastore_db",
-    "tmp",
 )
 
 # The optional dependencies of the extras, left out of the environment that simulates a missing Kudu extra.
@@ -180,17 +165,6 @@ def test_editable_install_is_discovered_from_a_notebook_elsewhere(yt_proxy, queu
     assert Path(result["spyt_queue"]).resolve().is_relative_to(REPO)
 
 
-def _copy_without_symlinks(destination: Path) -> Path:
-    """Copy the project as a tool that keeps no symlinks would (an archive, an artefact upload): symlinks dropped."""
-
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        links = {name for name in names if os.path.islink(os.path.join(folder, name))}
-        return links | set(_NOT_SOURCES(folder, names))
-
-    shutil.copytree(REPO, destination, ignore=ignore)
-    return destination
-
-
 def _borrowed_site_packages(folder: Path, leave_out: Iterable[str] = ()) -> Path:
     """A folder of links to this environment's installed distributions, except spyt-queue and ``leave_out``.
 
@@ -208,11 +182,6 @@ def _borrowed_site_packages(folder: Path, leave_out: Iterable[str] = ()) -> Path
             if not (folder / entry.name).exists():
                 (folder / entry.name).symlink_to(entry)
     return folder
-
-
-def _pip(*args: str) -> None:
-    """Run this environment's pip (``--python`` names the environment it installs into)."""
-    subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", *args], check=True, timeout=900)
 
 
 def _fresh_venv(folder: Path, borrowed: Path) -> Path:
@@ -242,16 +211,15 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
 
     def distribution(suffix: str) -> Path:
         if "dists" not in made:
-            source = _copy_without_symlinks(base / "source")
-            dist = base / "dist"
-            _pip("wheel", "--no-deps", "--quiet", "--wheel-dir", str(dist), str(source))
+            dist = build_wheel(base).parent
+            source = base / "source"
             # The sdist as a build frontend makes it: the backend's build_sdist hook, in an environment holding
             # the project's declared build requirements.
             requires = tomllib.loads((source / "pyproject.toml").read_text())["build-system"]["requires"]
             tools = base / "build-tools"
             subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tools)], check=True, timeout=300)
-            _pip("--python", str(tools / "bin" / "python"), "install", "--quiet", *requires)
-            sdist_source = _copy_without_symlinks(base / "sdist-source")
+            pip("--python", str(tools / "bin" / "python"), "install", "--quiet", *requires)
+            sdist_source = copy_without_symlinks(base / "sdist-source")
             subprocess.run(
                 [
                     str(tools / "bin" / "python"),
@@ -273,10 +241,10 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
         leave_out = _KUDU_EXTRA if kind == "wheel-degraded" else ()
         python = _fresh_venv(base / f"venv-{kind}", _borrowed_site_packages(base / f"deps-{kind}", leave_out))
         if kind == "editable":
-            target = ["-e", str(_copy_without_symlinks(base / "editable-source"))]
+            target = ["-e", str(copy_without_symlinks(base / "editable-source"))]
         else:
             target = [str(distribution(".tar.gz" if kind == "sdist" else ".whl"))]
-        _pip("--python", str(python), "install", "--quiet", "--no-deps", "--no-compile", *target)
+        pip("--python", str(python), "install", "--quiet", "--no-deps", "--no-compile", *target)
         if kind == "wheel-degraded":
             (hbase,) = base.glob(f"venv-{kind}/lib/python*/site-packages/spyt_queue/sinks/hbase")
             shutil.rmtree(hbase)
