@@ -58,7 +58,9 @@ class YtDeadLetterTarget(DeadLetterTarget):
             raise OptionError(PATH_OPTION, f"{self.path} lacks the dead-letter column(s) {', '.join(missing)}")
 
     def write(self, letters: Sequence[DeadLetter]) -> None:
-        self.connection.client().insert_rows(self.path, [letter.row() for letter in letters])
+        """Insert ``letters`` with the calling thread's own client: ``read_mode=driver`` converts a batch's ranges
+        on several threads at once (``DriverStreamReader``), and ``yt.wrapper`` clients are not thread-safe."""
+        self.connection.thread_client().insert_rows(self.path, [letter.row() for letter in letters])
 
     def count(self) -> dict[str, int]:
         client = self.connection.client()

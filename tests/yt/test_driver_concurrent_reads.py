@@ -4,11 +4,16 @@ error when a range fails, against real tablets of the embedded server."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pyarrow as pa
 import pytest
+import yt.yson as yson
+from yt.packages.requests import Session
 
+from spyt_queue.connect import backend_for
+from spyt_queue.deadletter_targets import prepared_target
 from spyt_queue.errors import DataLossError
 from spyt_queue.options import Options
 from spyt_queue.settings import ReaderSettings
@@ -102,3 +107,49 @@ def test_rows_trimmed_under_fail_on_data_loss_false_are_skipped_as_a_read_range_
     assert side_by_side == reference
     assert side_by_side[0] == "rows" and len(side_by_side[1]) == 600 - 2 * 60
     reader.stop()
+
+
+def test_dead_letters_of_ranges_read_side_by_side_go_through_each_threads_own_client(yt, yt_proxy, yt_root) -> None:
+    """Bad rows in every tablet with ``deadLetter.path``: each pool thread writes its dead letters with the client
+    it reads with (``yt.wrapper`` clients are not thread-safe), never the process-wide one, and every bad row has
+    its letter once."""
+    path, consumer, dead = f"{yt_root}/bad", f"{yt_root}/bad_c", f"{yt_root}/dead"
+    create_queue(yt, path, [column("id", "int64"), column("n", "uint64")], tablet_count=TABLETS)
+    create_consumer(yt, consumer, path)
+    rows = [
+        {"$tablet_index": i % TABLETS, "id": i, "n": yson.YsonUint64(2**64 - 1 if i < TABLETS else i)}
+        for i in range(60)
+    ]
+    yt.insert_rows(path, rows)
+    options = {
+        "proxy": yt_proxy,
+        "path": path,
+        "consumer_path": consumer,
+        "min_rows_per_task": "0",
+        "deadLetter.path": dead,
+        "deadLetter.create": "true",
+    }
+    parsed = Options({**options, "startingOffsets": "earliest"})
+    backend = backend_for(parsed, streaming=True)
+    prepared_target(parsed)
+    reader = DriverStreamReader(QueueStreamReader(backend, ReaderSettings.parse(parsed), backend.default_store()))
+    start = reader.initialOffset()
+    end = reader.planner.latestOffset(start, ReadAllAvailable())
+    sessions: dict[str, set[tuple[int, int]]] = {"pull_consumer": set(), "insert_rows": set()}
+    original = Session.send
+
+    def send(self: Any, request: Any, **kwargs: Any) -> Any:
+        command = request.path_url.split("?", 1)[0].rsplit("/", 1)[-1]
+        if command in sessions:
+            sessions[command].add((threading.get_ident(), id(self)))
+        return original(self, request, **kwargs)
+
+    Session.send = send  # type: ignore[method-assign]
+    try:
+        read = pa.Table.from_batches(list(reader.readBetweenOffsets(start, end))).to_pylist()
+    finally:
+        Session.send = original  # type: ignore[method-assign]
+        reader.stop()
+    assert sorted(r["id"] for r in read) == list(range(TABLETS, 60))
+    assert sorted(r["offset"] for r in yt.select_rows(f"* from [{dead}]")) == [0] * TABLETS
+    assert sessions["insert_rows"] and sessions["insert_rows"] <= sessions["pull_consumer"]
