@@ -469,7 +469,7 @@ def _schemaful_dsv(rows: list[Any], fmt: Format, columnar_from: int = DSV_COLUMN
     values of one plain kind; otherwise, and for every error, row by row (:func:`_schemaful_dsv_rows`), which gives
     the same bytes."""
     config = _schemaful_dsv_config(fmt.attributes)
-    if config.columns is not None and len(rows) >= columnar_from:
+    if config.columns and len(rows) >= columnar_from:  # an empty list: the row writer writes every column
         written = _schemaful_dsv_columns(rows, config)
         if written is not None:
             return written

@@ -241,3 +241,12 @@ def test_a_column_of_one_plain_kind_is_written_whole() -> None:
     config = _schemaful_dsv_config({"columns": ["$row_index", "id", "payload"], **MODES[0]})
     assert _schemaful_dsv_columns(rows, config) == _schemaful_dsv_rows(rows, config)
     assert _schemaful_dsv_columns(rows, config) is not None
+
+
+def test_an_empty_columns_list_gives_the_row_writers_bytes() -> None:
+    """``columns=[]`` with more rows than the columnar writer starts at: the row writer writes every column of each
+    row (an empty list is no list); the columnar writer leaves it to it (it failed with a TypeError, an Arrow scalar
+    from joining no columns)."""
+    rows = [{b"a": i, b"b": b"x\ty"} for i in range(300)]
+    fmt = Format("schemaful_dsv", {"columns": []})
+    assert _schemaful_dsv(rows, fmt, columnar_from=1) == _schemaful_dsv(rows, fmt, columnar_from=10**9)
