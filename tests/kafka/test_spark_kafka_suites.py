@@ -716,3 +716,43 @@ def test_input_row_metrics(spark, kafka_bootstrap, checkpoint, source):
         query.stop()
     assert sum(p["numInputRows"] for p in query.recentProgress) == 7
     assert sum(p["sources"][0]["numInputRows"] for p in query.recentProgress) == 7
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_fail_on_data_loss_true_fails_a_stream_from_deleted_records(spark, trimmed, checkpoint, source):
+    """KafkaDontFailOnDataLossSuite's reads with ``failOnDataLoss`` left at true: a stream starting at offset 0 of a
+    partition whose first 20 records retention deleted fails instead of reading the 30 left."""
+    starting = json.dumps({trimmed.name: {"0": 0}})
+    options = {"startingOffsets": starting, "kafkaConsumer.pollTimeoutMs": 1000}
+    sink = Collect()
+    query = start(stream(spark, source, trimmed, **options), checkpoint, sink, availableNow=True)
+    try:
+        with pytest.raises(Exception) as failure:
+            query.awaitTermination(120)
+    finally:
+        query.stop()
+    expected = "Some data may have been lost" if source == "kafka" else "DataLossError"
+    assert expected in str(failure.value), str(failure.value)[:2000]
+    assert sink.values == [], sink.batches
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_available_now_with_max_offsets_per_trigger_reads_everything_in_capped_batches(
+    spark, kafka_bootstrap, checkpoint, source
+):
+    """KafkaMicroBatchSourceSuite's AvailableNow with ``maxOffsetsPerTrigger``: the run reads up to the end it froze
+    at its start, in batches of at most the cap, and stops (PySpark 4.2 and newer: a Python source's AvailableNow
+    is one batch before, README)."""
+    if tuple(int(p) for p in pyspark.__version__.split(".")[:2]) < (4, 2) and source == "ytqueue":
+        pytest.skip("PySpark before 4.2 runs a Python source's AvailableNow as one batch")
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=3)
+    topic.send([str(i) for i in range(30)])
+    sink = Collect()
+    df = stream(spark, source, topic, startingOffsets="earliest", maxOffsetsPerTrigger=7)
+    query = start(df, checkpoint, sink, availableNow=True)
+    try:
+        assert query.awaitTermination(120)
+    finally:
+        query.stop()
+    assert sink.values == numbers(0, 29)
+    assert max(len(b) for b in sink.batches) <= 7 and len(sink.batches) >= 5, sink.batches
