@@ -756,3 +756,46 @@ def test_available_now_with_max_offsets_per_trigger_reads_everything_in_capped_b
         query.stop()
     assert sink.values == numbers(0, 29)
     assert max(len(b) for b in sink.batches) <= 7 and len(sink.batches) >= 5, sink.batches
+
+
+@pytest.fixture
+def timestamped(kafka_bootstrap: str, checkpoint: str) -> tuple[Topic, list[int]]:
+    """KafkaRelationSuite's timestamp topic: 0-9, 10-19 and 20-29 spread over three partitions, each ten produced
+    with one create time a second after the ten before; returns the topic and the three times plus a fourth."""
+    from confluent_kafka import Producer
+
+    topic = Topic(kafka_bootstrap, checkpoint, partitions=3)
+    first = int(time.time() * 1000) - 5000
+    times = [first, first + 1000, first + 2000, first + 3000]
+    producer = Producer({"bootstrap.servers": topic.bootstrap})
+    for group in range(3):
+        for value in range(group * 10, group * 10 + 10):
+            producer.produce(topic.name, value=str(value).encode(), partition=value % 3, timestamp=times[group])
+    assert producer.flush(30) == 0
+    return topic, times
+
+
+@pytest.mark.parametrize("form", ["by-partition", "global", "start-only"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_timestamp_provided_for_starting_and_ending(spark, timestamped, source, form):
+    """"timestamp provided for starting and ending", "global timestamp provided for starting and ending",
+    "timestamp provided for starting, offset provided for ending": a start at the second time and an end at the
+    third read the records produced at the second time (an ending ``latest``: every record from it on)."""
+    topic, times = timestamped
+
+    def per_partition(ms: int) -> str:
+        return json.dumps({topic.name: {str(p): ms for p in range(3)}})
+
+    if form == "by-partition":
+        options = {
+            "startingOffsetsByTimestamp": per_partition(times[1]),
+            "endingOffsetsByTimestamp": per_partition(times[2]),
+        }
+        expected = numbers(10, 19)
+    elif form == "global":
+        options = {"startingTimestamp": times[1], "endingTimestamp": times[2]}
+        expected = numbers(10, 19)
+    else:
+        options = {"startingOffsetsByTimestamp": per_partition(times[1]), "endingOffsets": "latest"}
+        expected = numbers(10, 29)
+    assert read_values(batch(spark, source, topic, **options)) == expected
