@@ -799,3 +799,12 @@ def test_timestamp_provided_for_starting_and_ending(spark, timestamped, source, 
         options = {"startingOffsetsByTimestamp": per_partition(times[1]), "endingOffsets": "latest"}
         expected = numbers(10, 29)
     assert read_values(batch(spark, source, topic, **options)) == expected
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_min_partitions(spark, three_partitions, source):
+    """"SPARK-30656: minPartitions": a batch read of 21 records over three partitions runs in at least 6 tasks and
+    reads every record once."""
+    df = batch(spark, source, three_partitions, minPartitions=6).selectExpr("cast(value as string) as v")
+    assert sorted(r.v for r in df.collect()) == numbers(0, 20)
+    assert df.rdd.getNumPartitions() >= 6
