@@ -808,3 +808,49 @@ def test_min_partitions(spark, three_partitions, source):
     df = batch(spark, source, three_partitions, minPartitions=6).selectExpr("cast(value as string) as v")
     assert sorted(r.v for r in df.collect()) == numbers(0, 20)
     assert df.rdd.getNumPartitions() >= 6
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+@pytest.mark.parametrize("source", SOURCES)
+def test_subscribe_by_pattern_with_topic_recreation_between_runs(
+    spark, kafka_bootstrap, checkpoint, source, fail_on_data_loss
+):
+    """"subscribe topic by pattern with topic recreation between batches": a topic read to offset 2 is recreated
+    with one record while the query is stopped. ``failOnDataLoss=true`` fails the restarted query (its offset went
+    from 2 to 1); with ``false`` it goes on: Spark from the new topic's end (its first record is never read),
+    ytqueue from its start (docs/kafka.md, differences)."""
+    prefix = f"recreated-{time.time_ns()}"
+    good = Topic(kafka_bootstrap, checkpoint, partitions=1, name=f"{prefix}-good")
+    bad = Topic(kafka_bootstrap, checkpoint, partitions=1, name=f"{prefix}-bad")
+    good.send(["1", "3"])
+    bad.send(["2", "4"])
+
+    def load() -> Any:
+        reader = spark.readStream.format(source).option("kafka.bootstrap.servers", kafka_bootstrap)
+        reader = reader.option("subscribePattern", f"{prefix}-.*").option("startingOffsets", "earliest")
+        return reader.option("failOnDataLoss", fail_on_data_loss).load()
+
+    sink = Collect()
+    query = start(load(), checkpoint, sink)
+    try:
+        assert wait_until(lambda: sink.values == ["1", "2", "3", "4"], query=query), sink.batches
+    finally:
+        query.stop()
+    bad.delete()
+    Topic(kafka_bootstrap, checkpoint, partitions=1, name=bad.name).send(["6"])
+    query = start(load(), checkpoint, sink)
+    try:
+        if fail_on_data_loss == "true":
+            with pytest.raises(Exception) as failure:
+                query.awaitTermination(120)
+            said = "was changed from 2 to 1" if source == "kafka" else "is beyond its end 1"
+            assert said in str(failure.value), str(failure.value)[:2000]
+            return
+        assert wait_until(lambda: query.lastProgress is not None, query=query)
+        good.send(["7"])
+        new = ["6", "7"] if source == "ytqueue" else ["7"]
+        assert wait_until(lambda: sink.values == sorted(["1", "2", "3", "4", *new]), query=query), sink.batches
+        time.sleep(1)
+        assert sink.values == sorted(["1", "2", "3", "4", *new]), sink.batches
+    finally:
+        query.stop()
