@@ -28,17 +28,13 @@ test: deps
 # one smoke test each of what else differs by line (LINE_SMOKE); `make test` runs everything on the newest.
 SPARK_LINES := 4.0.5 4.1.4 4.2.1 4.3.0
 # Auto-registration of all three formats (no register()), a Kafka query's own group (in the driver log on every line),
-# the Kudu sink resuming from its store (the stores' contract covers HBase's), the transactional mode, and the
-# dead-letter targets: a YT table (from the YT, Kudu and HBase sinks) and a Kafka topic (from the Kafka sink).
+# the Kudu sink resuming from its store (the stores' contract covers HBase's) and the transactional mode. Not yet:
+# the dead-letter tests (tests/yt/test_dead_letter.py), which expect AvailableNow to read to the end (4.2+).
 LINE_SMOKE := \
 	tests/packaging/test_wheel_discovery.py::test_editable_install_is_discovered_from_a_notebook_elsewhere \
 	tests/kafka/test_kafka_default_group.py \
 	tests/kudu/test_kudu_stream.py::test_append_keyed_by_source_coordinates_resumes_from_kudu \
-	tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing \
-	tests/yt/test_dead_letter.py::test_yt_sink_refused_rows_go_to_the_dead_letter_table \
-	tests/yt/test_dead_letter.py::test_kafka_sink_refused_record_goes_to_the_dead_letter_topic \
-	tests/yt/test_dead_letter.py::test_kudu_sink_null_key_goes_to_the_dead_letter_table \
-	tests/yt/test_dead_letter.py::test_hbase_sink_bad_rows_go_to_the_dead_letter_table
+	tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing
 LINE_TESTS := tests/unit tests/contract tests/yt/test_available_now_note.py tests/packaging/test_wheel_readme.py \
 	$(LINE_SMOKE)
 MATRIX_TESTS ?= $(LINE_TESTS)

@@ -14,6 +14,7 @@ import textwrap
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions
 
+from spyt_queue.spark.compat import HAS_READ_LIMITS
 from tests.kafka.helpers import Topic, ids_in, run_to_files
 
 pytestmark = pytest.mark.spark
@@ -151,4 +152,8 @@ def test_the_group_is_in_the_driver_log_when_the_query_starts(kafka_bootstrap, t
         assert found, lines[0]
         named.append(found.group(1))
     assert named[0] == named[1] != named[2], named  # the restart keeps its group, another checkpoint has its own
-    assert committing_groups(topic) == {named[0], named[2]}
+    committed = committing_groups(topic)
+    if HAS_READ_LIMITS:
+        assert committed == {named[0], named[2]}
+    else:  # 4.0/4.1: an AvailableNow run is one batch, committed by the next run (README's versions table)
+        assert committed == {named[0]}, committed

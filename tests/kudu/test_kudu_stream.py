@@ -13,6 +13,7 @@ import pytest
 from spyt_queue.sinks.kudu.client import get_client
 from spyt_queue.sinks.kudu.store import KuduStore
 from spyt_queue.yt.admin import create_queue
+from tests.queries import run_to_end
 from tests.yt.helpers import EVENT_SCHEMA, produce_ids, store_stream
 from tests.yt.killed_driver import kill_driver_midway, start_query
 
@@ -44,19 +45,14 @@ def test_append_keyed_by_source_coordinates_resumes_from_kudu(spark, yt, yt_prox
     append = {"planner": "append", "planner.key": "tablet,row"}
     first = produce_ids(yt, queue, 0, 40)
     df = _stream(spark, yt_proxy, queue, store_uri, group, max_rows_per_partition=5)
-    query = _sink(df, kudu, table, checkpoint, {"availableNow": True}, **append)
-    query.awaitTermination(180)
-    assert query.exception() is None
+    run_to_end(lambda trigger: _sink(df, kudu, table, checkpoint, trigger, **append), timeout=180)
     source = f"yt:{queue}#{yt.get(queue + '/@id')}"
     store = KuduStore(kudu.master_addresses, store_uri.rsplit("/", 1)[1], source, group)
     assert store.committed() == {"0": 20, "1": 20}, "the final batch is committed to the Kudu store"
     shutil.rmtree(checkpoint)
     second = produce_ids(yt, queue, 40, 20)
-    query = _sink(
-        _stream(spark, yt_proxy, queue, store_uri, group), kudu, table, checkpoint, {"availableNow": True}, **append
-    )
-    query.awaitTermination(180)
-    assert query.exception() is None
+    df = _stream(spark, yt_proxy, queue, store_uri, group)
+    run_to_end(lambda trigger: _sink(df, kudu, table, checkpoint, trigger, **append), timeout=180)
     stored = get_client(kudu.master_addresses).table(table).read_all()
     assert sorted(r["id"] for r in stored) == first + second, "resumed from Kudu: nothing lost, nothing twice"
     assert store.committed() == {"0": 30, "1": 30}
