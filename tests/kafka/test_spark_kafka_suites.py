@@ -828,6 +828,8 @@ def test_subscribe_by_pattern_with_topic_recreation_between_runs(
     def load() -> Any:
         reader = spark.readStream.format(source).option("kafka.bootstrap.servers", kafka_bootstrap)
         reader = reader.option("subscribePattern", f"{prefix}-.*").option("startingOffsets", "earliest")
+        # as Spark's test: a request about the recreated topic that meets stale metadata gives up soon and is retried
+        reader = reader.option("kafka.request.timeout.ms", "3000").option("kafka.default.api.timeout.ms", "3000")
         return reader.option("failOnDataLoss", fail_on_data_loss).load()
 
     sink = Collect()
