@@ -19,8 +19,15 @@ deps: venv
 demo: venv
 	$(VENV)/bin/ytqueue demo
 
+# pytest writes its JUnit report only when the session ends normally: a run that a test ended early (os._exit in the
+# pytest process, exit code 0) leaves none, and fails here instead of passing with the rest of the suite unrun.
+SUMMARY_CHECK = @test -s $(1) || { echo "pytest ended without its summary ($(1)): a test ended the pytest process early"; exit 1; }
+
 test: deps
-	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q --durations=60
+	rm -f .pytest-summary.xml
+	PYSPARK_PYTHON=$(abspath $(PY)) PYSPARK_DRIVER_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q --durations=60 \
+		--junitxml=.pytest-summary.xml
+	$(call SUMMARY_CHECK,.pytest-summary.xml)
 
 # Every maintained PySpark 4 line, one virtual environment each (.venv-4.0 ... .venv-4.3), running the unit tests,
 # the contract suites (stores, backends, the shared stream scenarios), the driver log's note on capped one-batch
@@ -49,8 +56,10 @@ MATRIX_TESTS ?= $(LINE_TESTS)
 
 test-line-%: .venv-%/.installed
 	bash integration/install.sh
+	rm -f .pytest-summary-$*.xml
 	PYSPARK_PYTHON=$(abspath .venv-$*/bin/python) PYSPARK_DRIVER_PYTHON=$(abspath .venv-$*/bin/python) \
-		.venv-$*/bin/python -m pytest -q -p no:cacheprovider $(MATRIX_TESTS)
+		.venv-$*/bin/python -m pytest -q -p no:cacheprovider --junitxml=.pytest-summary-$*.xml $(MATRIX_TESTS)
+	$(call SUMMARY_CHECK,.pytest-summary-$*.xml)
 
 test-matrix: $(foreach line,$(SPARK_LINES),test-line-$(basename $(line)))
 

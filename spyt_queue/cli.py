@@ -99,6 +99,9 @@ class _Group(TyperGroup):
 
 #: Set when :func:`_within` left a thread blocked in a client call (a store that never answers).
 _LEFT_BEHIND = threading.Event()
+#: Set by :func:`run`, the ``ytqueue`` console script: the process is the command's own, so :func:`_exit` may end it
+#: at once. Called in-process (``typer.testing.CliRunner``, a notebook), the command never ends its host.
+_OWN_PROCESS = threading.Event()
 
 
 def _jvm_started() -> bool:
@@ -115,8 +118,9 @@ def _exit(code: int) -> None:
     """End the command with ``code``. After :func:`_within` left a thread blocked inside a native client (the Kudu
     Java client, under JPype), the interpreter's shutdown would tear that thread down mid-call and abort the process
     (``FATAL: exception not rethrown``, SIGABRT), and a started JVM's threads make it abort now and then too: in
-    either case the output is flushed and the process ends at once."""
-    if _LEFT_BEHIND.is_set() or _jvm_started():
+    either case the output is flushed and the process ends at once, if it is the command's own (:func:`run`): a host
+    that called the command in-process (a test runner, a notebook) gets ``SystemExit`` as from any command."""
+    if _OWN_PROCESS.is_set() and (_LEFT_BEHIND.is_set() or _jvm_started()):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
@@ -833,5 +837,11 @@ def demo(
     raise typer.Exit(run_demo(proxy=proxy, events=events, console=console))
 
 
-if __name__ == "__main__":  # pragma: no cover
+def run() -> None:
+    """The ``ytqueue`` console script: :data:`app` in a process of its own (see :func:`_exit`)."""
+    _OWN_PROCESS.set()
     app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

@@ -35,7 +35,7 @@ def slow_start(*args, **kwargs):
 
 jvm.start_jvm = slow_start
 sys.argv = ["ytqueue", *sys.argv[3:]]
-cli.app()
+cli.run()  # the console script: the process is the command's own
 """
 
 
@@ -66,3 +66,25 @@ def test_a_store_that_never_answers_ends_cleanly_in_one_line(yt_proxy: str, queu
     with silent_server() as port:
         done = status(yt_proxy, 1, 0, "--queue", queue, "--store", f"kudu://127.0.0.1:{port}/x")
     assert_one_line(done, f"the offset store kudu://127.0.0.1:{port}/x", "did not answer within 1 s", "--store")
+
+
+#: Calls ``ytqueue`` in-process, as a test runner or a notebook does, with a JVM started (the Kudu client's) and a
+#: thread left behind in a client call, then says that its own process is still alive.
+IN_PROCESS = """
+import spyt_queue.cli as cli
+import spyt_queue.sinks.kudu.jvm as jvm
+from typer.testing import CliRunner
+
+jvm.start_jvm()
+cli._LEFT_BEHIND.set()
+result = CliRunner().invoke(cli.app, ["--help"], prog_name="ytqueue")
+print("host alive, exit code", result.exit_code)
+"""
+
+
+def test_a_command_called_in_process_never_ends_its_host() -> None:
+    """With a JVM started, the console script ends its own process at once (``os._exit``, above); called in-process
+    (``CliRunner``, a notebook) it must return like any command: ending the host made a whole pytest session stop
+    with exit code 0 and no summary at the first in-process CLI test after a Kudu test."""
+    done = subprocess.run([sys.executable, "-c", IN_PROCESS], capture_output=True, text=True, timeout=180)
+    assert "host alive, exit code 0" in done.stdout, done.stdout + done.stderr
