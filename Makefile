@@ -35,13 +35,14 @@ test: deps
 # one smoke test each of what else differs by line (LINE_SMOKE); `make test` runs everything on the newest.
 SPARK_LINES := 4.0.5 4.1.4 4.2.1 4.3.0
 # Auto-registration of all three formats (no register()), a Kafka query's own group (in the driver log on every line),
-# the Kudu sink resuming from its store (the stores' contract covers HBase's) and the transactional mode. Not yet:
-# the dead-letter tests (tests/yt/test_dead_letter.py), which expect AvailableNow to read to the end (4.2+).
+# the Kudu sink resuming from its store (the stores' contract covers HBase's), the transactional mode, and the
+# dead-letter targets of every sink (YT table, Kafka topic, Kudu, HBase; their queries run to the end on every line).
 LINE_SMOKE := \
 	tests/packaging/test_wheel_discovery.py::test_editable_install_is_discovered_from_a_notebook_elsewhere \
 	tests/kafka/test_kafka_default_group.py \
 	tests/kudu/test_kudu_stream.py::test_append_keyed_by_source_coordinates_resumes_from_kudu \
-	tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing
+	tests/yt/test_transactional.py::test_filter_pipeline_commits_with_its_consumer_and_a_replay_writes_nothing \
+	tests/yt/test_dead_letter.py
 LINE_TESTS := tests/unit tests/contract tests/yt/test_available_now_note.py tests/packaging/test_wheel_readme.py \
 	$(LINE_SMOKE)
 MATRIX_TESTS ?= $(LINE_TESTS)

@@ -9,7 +9,7 @@ written fails the batch: nothing is committed (dead letters are durable before a
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from spyt_queue.yt.admin import column, create_consumer, create_queue
 from spyt_queue.yt.backend import YtConnection
 from spyt_queue.yt.deadletter import YtDeadLetterTarget
 from tests.kafka.helpers import Topic
+from tests.queries import run_to_end
 from tests.yt.user_errors import query_failure
 
 pytestmark = pytest.mark.spark
@@ -63,26 +64,28 @@ def _stream(spark: Any, yt: Any, proxy: str, root: str, columns: list[dict[str, 
     return _read(spark, proxy, queue, consumer).selectExpr(*exprs), queue, consumer
 
 
-def _start(df: Any, sink: str, checkpoint: str, *options: Mapping[str, Any]) -> Any:
-    """``df.writeStream.format(sink)`` with every option of ``options``, run once (``availableNow``)."""
+def _start(df: Any, sink: str, checkpoint: str, *options: Mapping[str, Any]) -> Callable[[dict[str, Any]], Any]:
+    """``df.writeStream.format(sink)`` with every option of ``options``, as ``start(trigger)`` for
+    :func:`_finish` (to the end of the input on every PySpark line) or :func:`_failure`."""
     writer = df.writeStream.format(sink).option("checkpointLocation", checkpoint)
     for group in options:
         for key, value in group.items():
             writer = writer.option(key, str(value))
-    return writer.trigger(availableNow=True).start()
+    return lambda trigger: writer.trigger(**trigger).start()
 
 
 def _to_yt(df: Any, proxy: str, output: str, checkpoint: str, **options: Any) -> Any:
     return _start(df, "ytqueue", checkpoint, {"proxy": proxy, "path": output}, options)
 
 
-def _finish(query: Any, timeout: float = 180) -> None:
-    query.awaitTermination(timeout)
-    if query.isActive:
-        query.stop()
-        raise AssertionError(f"query did not finish within {timeout}s")
-    if query.exception() is not None:
-        raise query.exception()
+def _finish(start: Callable[[dict[str, Any]], Any], timeout: float = 180) -> None:
+    """Run the query to the end of its input (AvailableNow, or on PySpark 4.0/4.1 until idle); raise its error."""
+    run_to_end(start, timeout=timeout)
+
+
+def _failure(start: Callable[[dict[str, Any]], Any]) -> BaseException:
+    """Start the query (AvailableNow: its first batch holds the bad records on every line); the error it stops with."""
+    return query_failure(start({"availableNow": True}))
 
 
 def _dead_letters(yt: Any, path: str) -> list[dict[str, Any]]:
@@ -139,7 +142,7 @@ def bad_source(yt, yt_root):
 def test_yt_source_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_source, checkpoint) -> None:
     queue, consumer, output = bad_source
     df = _read(spark, yt_proxy, queue, consumer).select("id", "n", "s")
-    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint))
+    error = _failure(_to_yt(df, yt_proxy, output, checkpoint))
     assert "BadRecordError: Row 1 of tablet 0 of " in str(error), error
     assert "column 'n' holds 18446744073709551615, which does not fit Spark type int64" in str(error)
     assert list(yt.select_rows(f"id from [{output}]")) == []
@@ -172,7 +175,7 @@ def test_yt_source_unwritable_dead_letter_target_fails_the_batch(
     queue, consumer, output = bad_source
     dead = _unwritable_dead_table(yt, yt_root)
     df = _read(spark, yt_proxy, queue, consumer, **{"deadLetter.path": dead})
-    error = query_failure(_to_yt(df.select("id", "n", "s"), yt_proxy, output, checkpoint))
+    error = _failure(_to_yt(df.select("id", "n", "s"), yt_proxy, output, checkpoint))
     assert "DeadLetterError: Could not write 2 dead letter(s) of yt:" in str(error), error
     assert list(yt.select_rows(f"id from [{output}]")) == []
     assert _offsets(yt, queue, consumer) == {}
@@ -236,7 +239,7 @@ def bad_sink(yt, yt_root):
 def test_yt_sink_bad_row_stops_the_query_by_default(spark, yt, yt_proxy, bad_sink, checkpoint) -> None:
     queue, consumer, output = bad_sink
     df = _sink_input(spark, yt_proxy, queue, consumer)
-    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint))
+    error = _failure(_to_yt(df, yt_proxy, output, checkpoint))
     assert f"Null in required column 'payload' (string) of {output}: row 1 of Spark partition 0 (source tablet 0, " in (
         str(error)
     ), error
@@ -264,7 +267,7 @@ def test_yt_sink_dead_letters_refused_with_producer_sessions(spark, yt_proxy, yt
     queue, consumer, output = bad_sink
     df = _sink_input(spark, yt_proxy, queue, consumer)
     options = {"deadLetter.path": f"{yt_root}/dead", "deadLetter.create": "true", "producer_path": f"{yt_root}/p"}
-    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint, **options))
+    error = _failure(_to_yt(df, yt_proxy, output, checkpoint, **options))
     assert "Invalid option 'deadLetter.path': can not be combined with producer_path" in str(error), error
 
 
@@ -301,7 +304,7 @@ def test_kafka_sink_refused_record_stops_the_query_by_default(
 ) -> None:
     df, queue, consumer = _stream(spark, yt, yt_proxy, yt_root, SINK_COLUMNS, KAFKA_ROWS, "payload as value")
     target = Topic(kafka_bootstrap, checkpoint, partitions=1)
-    error = query_failure(_to_kafka(df, kafka_bootstrap, target.name, checkpoint))
+    error = _failure(_to_kafka(df, kafka_bootstrap, target.name, checkpoint))
     assert f"BadRecordError: could not produce record to {target.name}:" in str(error), error
     assert "too large" in str(error).lower()
     assert _offsets(yt, queue, consumer) == {}
@@ -333,7 +336,7 @@ def test_yt_sink_unwritable_dead_letter_target_fails_the_batch(
     queue, consumer, output = bad_sink
     dead = _unwritable_dead_table(yt, yt_root)
     df = _sink_input(spark, yt_proxy, queue, consumer)
-    error = query_failure(_to_yt(df, yt_proxy, output, checkpoint, **{"deadLetter.path": dead}))
+    error = _failure(_to_yt(df, yt_proxy, output, checkpoint, **{"deadLetter.path": dead}))
     assert "DeadLetterError: Could not write 2 dead letter(s) of yt:" in str(error), error
     assert _offsets(yt, queue, consumer) == {}
     assert list(yt.select_rows(f"* from [{dead}]")) == []
@@ -396,7 +399,7 @@ def _kudu_input(spark: Any, yt: Any, proxy: str, root: str) -> tuple[Any, str, s
 
 def test_kudu_sink_null_key_stops_the_query_by_default(spark, yt, yt_proxy, yt_root, kudu, checkpoint) -> None:
     df, queue, consumer = _kudu_input(spark, yt, yt_proxy, yt_root)
-    error = query_failure(_to_kudu(df, kudu, f"dl_{uuid.uuid4().hex[:8]}", checkpoint))
+    error = _failure(_to_kudu(df, kudu, f"dl_{uuid.uuid4().hex[:8]}", checkpoint))
     assert "BadRecordError: Kudu sink: NULL in a key column of table" in str(error), error
     assert _offsets(yt, queue, consumer) == {}
 
@@ -465,7 +468,7 @@ def _hbase_rows(hbase: Any, table: str) -> dict[bytes, dict[bytes, bytes]]:
 def test_hbase_sink_refused_put_stops_the_query_by_default(spark, yt, yt_proxy, yt_root, hbase, checkpoint) -> None:
     rows = [{"id": 0, "k": "k0", "ts": 1000}, {"id": 1, "k": "", "ts": 1000}]
     df, queue, consumer = _hbase_input(spark, yt, yt_proxy, yt_root, rows)
-    error = query_failure(_to_hbase(df, hbase, f"dl_{uuid.uuid4().hex[:8]}", checkpoint))
+    error = _failure(_to_hbase(df, hbase, f"dl_{uuid.uuid4().hex[:8]}", checkpoint))
     assert "HBase refuses an empty row key" in str(error), error
     assert _offsets(yt, queue, consumer) == {}
 
@@ -577,7 +580,7 @@ def test_kudu_sink_value_out_of_range_stops_the_query_by_default(
 
     df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, KUDU_ROWS[:2])
     table = _kudu_table(kudu)
-    error = query_failure(_to_kudu(df, kudu, table, checkpoint))
+    error = _failure(_to_kudu(df, kudu, table, checkpoint))
     assert "BadRecordError: value 1099511627776 does not fit Kudu column 'n' (INT32)" in str(error), error
     assert [r["k"] for r in get_client(kudu.master_addresses).table(table).read_all() if r["k"] == 1] == []
     assert _offsets(yt, queue, consumer) == {}
@@ -660,7 +663,7 @@ def test_kudu_history_refused_version_stops_the_query_and_leaves_the_old_one_cur
     The query stops naming the refusal, and key 7 still has a current version (it had none: a half-written key)."""
     df, queue, consumer = _kudu_refused_input(spark, yt, yt_proxy, yt_root, HISTORY_ROWS[:1])
     table = _history_table(kudu)
-    error = query_failure(_to_history(df, kudu, table, checkpoint))
+    error = _failure(_to_history(df, kudu, table, checkpoint))
     assert "value too large for column 's'" in str(error), error
     assert _versions(kudu, table) == [(7, 1, 2**63 - 1, True, "old")]
     assert _offsets(yt, queue, consumer) == {}
