@@ -509,9 +509,9 @@ class Cypress:
         result = self.builtin_attributes(node)
         if node.path == "//sys":
             result[QUEUE_AGENT_OBJECT_REVISIONS] = yson.YsonEntity()  # opaque: computed when asked for by name
+            result["current_commit_revision"] = yson.YsonUint64(self.revision)  # the last change's revision
         for name in _queue_agent_attributes(node):
             result[name] = yson.YsonEntity()  # opaque: served by a queue agent
-            result["current_commit_revision"] = yson.YsonUint64(self.revision)  # the last change's revision
         result.update(node.attrs)
         return result
 
