@@ -26,6 +26,8 @@ NOT_SOURCES = shutil.ignore_patterns(
     "spark-warehouse",
     "metastore_db",
     "tmp",
+    ".ci-test-oldest.log",  # CI's other test run (beside this one) writes these while the project is copied
+    ".pytest-summary*.xml",
 )
 
 
